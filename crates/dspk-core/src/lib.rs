@@ -1,0 +1,48 @@
+//! The foundation of dspk: recordings, exact rates, windows, the background window loader, and
+//! the run-time choice of compute device.
+//!
+//! - [`RecordingSource`] is what every reader implements: `read` gives scaled `f32` values
+//!   (`stored * gain + offset`, channel-major), `read_stored` the stored little-endian values
+//!   untouched (for the compact upload path). [`MemoryRecording`] holds samples in memory;
+//!   [`SyntheticRecording`] computes them on demand; [`ScaledOnly`] hides stored access.
+//! - [`SampleRate`] and [`RationalTime`] are exact rationals (30000.12 Hz stays exact).
+//! - [`ChunkSchedule`] cuts a recording into [`HaloWindow`]s whose valid ranges tile it, with
+//!   halos for context and an owner-only rule so events are never reported twice.
+//! - [`WindowLoader`] reads window i+1 on a background thread while the caller works on
+//!   window i, with exactly two buffers circulating.
+//! - [`ComputeTarget`] picks a CubeCL runtime (`DSPK_RUNTIME=wgpu|cuda|hip|cpu`) among those
+//!   compiled in and opens its client.
+//!
+//! This crate knows nothing of neurons, probes or file formats.
+//!
+//! # Feature flags
+//!
+//! - `wgpu` (default): the wgpu runtime (Vulkan, Metal, DX12; lavapipe without a GPU).
+//! - `cuda`: the CUDA runtime.
+//! - `hip`: the ROCm/HIP runtime.
+//! - `cpu`: CubeCL's CPU runtime.
+//! - `test-util`: [`test_util`], helpers for tests (runtime fan-out, conformance suites).
+
+mod compute;
+mod error;
+mod loader;
+mod memory;
+mod recording;
+mod sample;
+mod time;
+mod window;
+
+#[cfg(feature = "test-util")]
+pub mod test_util;
+
+pub use compute::{ComputeTarget, RUNTIME_ENV};
+pub use error::{Error, Result};
+pub use loader::{LoadedWindow, LoaderStats, WindowElement, WindowLoader};
+pub use memory::{MemoryRecording, SyntheticRecording};
+pub use recording::{ChannelInfo, ReadRequest, RecordingInfo, RecordingSource, ScaledOnly};
+pub use sample::{SampleFormat, StoredSample, scale};
+pub use time::{RationalTime, SampleRate};
+pub use window::{ChunkSchedule, HaloWindow};
+
+/// CubeCL, as dspk uses it (so dependents name one version).
+pub use cubecl;

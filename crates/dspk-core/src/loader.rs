@@ -1,0 +1,418 @@
+//! Reading window i+1 on a background thread while the caller works on window i.
+//!
+//! Exactly two window buffers circulate between the reader thread and the caller, so host
+//! memory stays at two windows whatever the recording length. The reader thread allocates
+//! (at most two) and recycles them; it reads straight into them, and the caller gets the buffer
+//! itself, so the caller's thread copies nothing.
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread::JoinHandle;
+
+use crossbeam_channel::{Receiver, Sender, TryRecvError, bounded, select, unbounded};
+
+use crate::recording::{ReadRequest, RecordingInfo, RecordingSource};
+use crate::window::{ChunkSchedule, HaloWindow};
+use crate::{Error, Result};
+
+/// Buffers that circulate: one the caller holds, one the reader fills.
+const CIRCULATING_BUFFERS: usize = 2;
+
+/// What a [`WindowLoader`] hands out: `f32` for scaled values, `u8` for stored bytes.
+pub trait WindowElement: Copy + Default + Send + Sync + 'static + sealed::Sealed {
+    /// Buffer elements per sample of one channel (1 for `f32`, the stored sample size for `u8`).
+    #[doc(hidden)]
+    fn per_sample(info: &RecordingInfo) -> usize;
+    /// Reads one window into `out`.
+    #[doc(hidden)]
+    fn fill<S: RecordingSource + ?Sized>(
+        source: &S,
+        channels: &[usize],
+        window: &HaloWindow,
+        out: &mut [Self],
+    ) -> Result<()>;
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for f32 {}
+    impl Sealed for u8 {}
+}
+
+impl WindowElement for f32 {
+    fn per_sample(_: &RecordingInfo) -> usize {
+        1
+    }
+    fn fill<S: RecordingSource + ?Sized>(
+        source: &S,
+        channels: &[usize],
+        window: &HaloWindow,
+        out: &mut [Self],
+    ) -> Result<()> {
+        source.read(channels, window.read(), out)
+    }
+}
+
+impl WindowElement for u8 {
+    fn per_sample(info: &RecordingInfo) -> usize {
+        info.stored_format.size()
+    }
+    fn fill<S: RecordingSource + ?Sized>(
+        source: &S,
+        channels: &[usize],
+        window: &HaloWindow,
+        out: &mut [Self],
+    ) -> Result<()> {
+        source.read_stored(channels, window.read(), out)
+    }
+}
+
+/// What the caller gives back to the reader thread when it is done with a window.
+enum Returned<T> {
+    /// The buffer, to be refilled.
+    Buffer(Vec<T>),
+    /// The caller kept the buffer (moved it into an upload); the reader may allocate another.
+    Credit,
+}
+
+/// Counts kept by a loader, for tests and reports.
+#[derive(Debug, Default)]
+struct Counters {
+    allocated: AtomicUsize,
+    in_flight: AtomicUsize,
+    peak_in_flight: AtomicUsize,
+}
+
+impl Counters {
+    fn acquire(&self) {
+        let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        self.peak_in_flight.fetch_max(now, Ordering::SeqCst);
+    }
+    fn release(&self) {
+        self.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// What a loader has done so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoaderStats {
+    /// Window buffers the reader thread allocated (2 when the caller always gives buffers back;
+    /// one more for each buffer the caller kept with [`LoadedWindow::take_data`]).
+    pub buffers_allocated: usize,
+    /// The most window buffers alive at once between the reader and the caller (at most 2).
+    pub peak_in_flight: usize,
+}
+
+/// Reads the windows of a [`ChunkSchedule`] from a [`RecordingSource`] on a background thread,
+/// one window ahead of the caller.
+///
+/// It is an iterator of [`LoadedWindow`]s, in schedule order. Dropping a window gives its
+/// buffer back for the reader to refill; the reader waits for that once two windows are out,
+/// so memory is two windows whatever the recording length. Three ways to use it:
+///
+/// - **scaled**: [`WindowLoader::scaled`] gives `f32` values (`stored * gain + offset`);
+/// - **stored**: [`WindowLoader::stored`] gives the stored little-endian bytes, for an upload in
+///   the most compact form;
+/// - **owned**: either kind, with [`LoadedWindow::take_data`] moving the buffer out (e.g. into a
+///   device upload, without a copy); the reader then allocates a fresh one.
+///
+/// Windows are channel-major (`channels.len()` runs of `window.read_len()` samples). A read
+/// error on the reader thread arrives as the next item, after which the iterator ends.
+/// Dropping the loader stops the reader early and joins it: no thread is left behind.
+///
+/// ```
+/// use std::sync::Arc;
+/// use dspk_core::{ChunkSchedule, SampleRate, SyntheticRecording, RecordingSource, WindowLoader};
+///
+/// let source = Arc::new(SyntheticRecording::new(4, 10_000, SampleRate::from_hz(30_000)?, 7)?);
+/// let schedule = ChunkSchedule::symmetric(10_000, 3_000, 100)?;
+/// let mut total = 0;
+/// for window in WindowLoader::stored(source.clone(), source.info().all_channels(), schedule)? {
+///     let window = window?;
+///     total += window.window().valid().end - window.window().valid().start;
+///     assert_eq!(window.data().len(), 4 * window.window().read_len() * 2);
+/// }
+/// assert_eq!(total, 10_000);
+/// # Ok::<(), dspk_core::Error>(())
+/// ```
+pub struct WindowLoader<T: WindowElement> {
+    len: usize,
+    next: usize,
+    done: bool,
+    filled: Receiver<Result<(HaloWindow, Vec<T>)>>,
+    returned: Sender<Returned<T>>,
+    counters: Arc<Counters>,
+    // Dropping this tells the reader thread to stop.
+    stop: Option<Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+    _marker: PhantomData<T>,
+}
+
+impl WindowLoader<f32> {
+    /// A loader of scaled `f32` values of `channels` over the windows of `schedule`.
+    ///
+    /// # Errors
+    ///
+    /// A channel out of range, or a schedule longer than the recording.
+    pub fn scaled<S>(source: Arc<S>, channels: Vec<usize>, schedule: ChunkSchedule) -> Result<Self>
+    where
+        S: RecordingSource + ?Sized + 'static,
+    {
+        Self::start(source, channels, schedule)
+    }
+}
+
+impl WindowLoader<u8> {
+    /// A loader of the stored little-endian bytes of `channels` over the windows of `schedule`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unsupported`] if the source cannot return stored values (checked once, here),
+    /// a channel out of range, or a schedule longer than the recording.
+    pub fn stored<S>(source: Arc<S>, channels: Vec<usize>, schedule: ChunkSchedule) -> Result<Self>
+    where
+        S: RecordingSource + ?Sized + 'static,
+    {
+        if !source.can_read_stored() {
+            return Err(Error::Unsupported {
+                source_name: std::any::type_name::<S>(),
+            });
+        }
+        Self::start(source, channels, schedule)
+    }
+}
+
+impl<T: WindowElement> WindowLoader<T> {
+    fn start<S>(source: Arc<S>, channels: Vec<usize>, schedule: ChunkSchedule) -> Result<Self>
+    where
+        S: RecordingSource + ?Sized + 'static,
+    {
+        let info = source.info();
+        // Check the channels and the whole extent once, here, rather than on the first window.
+        ReadRequest::new(info, &channels, 0..schedule.num_samples())?;
+        let per_sample = T::per_sample(info);
+        let capacity = usize::try_from(schedule.max_read_len())
+            .ok()
+            .and_then(|n| n.checked_mul(channels.len()))
+            .and_then(|n| n.checked_mul(per_sample))
+            .ok_or_else(|| Error::TooLarge {
+                what: "window buffer",
+                detail: format!(
+                    "{} channels x {} samples",
+                    channels.len(),
+                    schedule.max_read_len()
+                ),
+            })?;
+
+        let (filled_tx, filled) = bounded(CIRCULATING_BUFFERS);
+        let (returned, returned_rx) = unbounded();
+        let (stop, stop_rx) = bounded::<()>(0);
+        let counters = Arc::new(Counters::default());
+        let reader = Reader {
+            source,
+            channels,
+            schedule,
+            per_sample,
+            capacity,
+            permits: CIRCULATING_BUFFERS,
+            filled: filled_tx,
+            returned: returned_rx,
+            stop: stop_rx,
+            counters: Arc::clone(&counters),
+        };
+        let thread = std::thread::Builder::new()
+            .name("dspk-window-loader".into())
+            .spawn(move || reader.run())
+            .map_err(|e| Error::Source {
+                source_name: "window loader thread".into(),
+                cause: Arc::new(e),
+            })?;
+        Ok(Self {
+            len: schedule.len(),
+            next: 0,
+            done: false,
+            filled,
+            returned,
+            counters,
+            stop: Some(stop),
+            thread: Some(thread),
+            _marker: PhantomData,
+        })
+    }
+
+    /// Windows in the schedule (delivered or not).
+    #[must_use]
+    pub fn num_windows(&self) -> usize {
+        self.len
+    }
+
+    /// What the loader has done so far.
+    #[must_use]
+    pub fn stats(&self) -> LoaderStats {
+        LoaderStats {
+            buffers_allocated: self.counters.allocated.load(Ordering::SeqCst),
+            peak_in_flight: self.counters.peak_in_flight.load(Ordering::SeqCst),
+        }
+    }
+}
+
+impl<T: WindowElement> Iterator for WindowLoader<T> {
+    type Item = Result<LoadedWindow<T>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done || self.next >= self.len {
+            return None;
+        }
+        let item = match self.filled.recv() {
+            Ok(Ok((window, data))) => Ok(LoadedWindow {
+                window,
+                data: Some(data),
+                returned: self.returned.clone(),
+                counters: Arc::clone(&self.counters),
+            }),
+            Ok(Err(error)) => {
+                self.done = true;
+                Err(error)
+            }
+            Err(_) => {
+                self.done = true;
+                Err(Error::LoaderStopped { window: self.next })
+            }
+        };
+        self.next += 1;
+        Some(item)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let left = if self.done { 0 } else { self.len - self.next };
+        (0, Some(left))
+    }
+}
+
+impl<T: WindowElement> Drop for WindowLoader<T> {
+    fn drop(&mut self) {
+        // Wake the reader wherever it waits, then wait for it to finish the read in progress.
+        self.stop.take();
+        if let Some(thread) = self.thread.take() {
+            // A reader that panicked has already been reported as `LoaderStopped`.
+            let _ = thread.join();
+        }
+    }
+}
+
+/// One window from a [`WindowLoader`]: where it lies and its samples (channel-major).
+///
+/// Dropping it gives the buffer back to the reader thread.
+pub struct LoadedWindow<T: WindowElement> {
+    window: HaloWindow,
+    data: Option<Vec<T>>,
+    returned: Sender<Returned<T>>,
+    counters: Arc<Counters>,
+}
+
+impl<T: WindowElement> LoadedWindow<T> {
+    /// Where the window lies in the recording (valid and read ranges).
+    #[must_use]
+    pub fn window(&self) -> &HaloWindow {
+        &self.window
+    }
+
+    /// The window's samples: `channels.len()` runs of `read_len()` values (or stored bytes).
+    /// Empty after [`take_data`](Self::take_data).
+    #[must_use]
+    pub fn data(&self) -> &[T] {
+        self.data.as_deref().unwrap_or(&[])
+    }
+
+    /// The window's samples, writable (e.g. to pad before an upload).
+    #[must_use]
+    pub fn data_mut(&mut self) -> &mut [T] {
+        self.data.as_deref_mut().unwrap_or(&mut [])
+    }
+
+    /// Moves the buffer out (the owned mode): for handing it to an upload without a copy.
+    ///
+    /// The window keeps its place among the two in flight until it is dropped, so drop it once
+    /// the buffer has been handed on; the reader then allocates a fresh buffer for the next
+    /// window instead of recycling this one. A second call returns an empty vector.
+    pub fn take_data(&mut self) -> Vec<T> {
+        self.data.take().unwrap_or_default()
+    }
+}
+
+impl<T: WindowElement> Drop for LoadedWindow<T> {
+    fn drop(&mut self) {
+        self.counters.release();
+        let message = self.data.take().map_or(Returned::Credit, Returned::Buffer);
+        // The reader may have finished or stopped; then the buffer is simply freed.
+        let _ = self.returned.send(message);
+    }
+}
+
+/// The reader thread's state.
+struct Reader<S: RecordingSource + ?Sized, T> {
+    source: Arc<S>,
+    channels: Vec<usize>,
+    schedule: ChunkSchedule,
+    per_sample: usize,
+    capacity: usize,
+    /// Fresh buffers the reader may still allocate.
+    permits: usize,
+    filled: Sender<Result<(HaloWindow, Vec<T>)>>,
+    returned: Receiver<Returned<T>>,
+    stop: Receiver<()>,
+    counters: Arc<Counters>,
+}
+
+impl<S: RecordingSource + ?Sized, T: WindowElement> Reader<S, T> {
+    fn run(mut self) {
+        let schedule = self.schedule;
+        for window in schedule.iter() {
+            if matches!(self.stop.try_recv(), Err(TryRecvError::Disconnected)) {
+                return;
+            }
+            let Some(mut buffer) = self.acquire() else {
+                return;
+            };
+            self.counters.acquire();
+            buffer.resize(self.channels.len() * window.read_len() * self.per_sample, T::default());
+            let result = T::fill(&*self.source, &self.channels, &window, &mut buffer);
+            let failed = result.is_err();
+            let message = result.map(|()| (window, buffer));
+            if failed {
+                self.counters.release();
+            }
+            if self.filled.send(message).is_err() || failed {
+                return;
+            }
+        }
+    }
+
+    /// A buffer to fill: a returned one, or a fresh one while permits last; `None` on stop.
+    fn acquire(&mut self) -> Option<Vec<T>> {
+        loop {
+            let message = if self.permits > 0 {
+                match self.returned.try_recv() {
+                    Ok(message) => Some(message),
+                    Err(TryRecvError::Empty) => None,
+                    Err(TryRecvError::Disconnected) => return None,
+                }
+            } else {
+                select! {
+                    recv(self.returned) -> message => Some(message.ok()?),
+                    recv(self.stop) -> _ => return None,
+                }
+            };
+            match message {
+                Some(Returned::Buffer(buffer)) => return Some(buffer),
+                Some(Returned::Credit) => self.permits += 1,
+                None => {
+                    self.permits -= 1;
+                    self.counters.allocated.fetch_add(1, Ordering::SeqCst);
+                    return Some(Vec::with_capacity(self.capacity));
+                }
+            }
+        }
+    }
+}

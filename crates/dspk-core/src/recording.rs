@@ -1,0 +1,308 @@
+//! Recordings: what a multi-channel recording is, and the trait every reader implements.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use crate::{Error, RationalTime, Result, SampleFormat, SampleRate};
+
+/// One channel of a recording: its name and how stored values become physical values.
+///
+/// `value = stored * gain + offset`, in [`unit`](Self::unit).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChannelInfo {
+    /// The channel's name or id as the source spells it (e.g. `"AP12"`, `"CH5"`).
+    pub name: String,
+    /// Multiplier from stored value to physical value.
+    pub gain: f64,
+    /// Added after the gain.
+    pub offset: f64,
+    /// The physical unit of scaled values (e.g. `"uV"`, `"V"`).
+    pub unit: String,
+}
+
+impl ChannelInfo {
+    /// A channel with this name, gain, offset and unit.
+    #[must_use]
+    pub fn new(name: impl Into<String>, gain: f64, offset: f64, unit: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            gain,
+            offset,
+            unit: unit.into(),
+        }
+    }
+}
+
+/// What a recording holds: its channels, length, rate, stored format, start time and free-form
+/// metadata from the source.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordingInfo {
+    /// The channels, in the order reads index them.
+    pub channels: Vec<ChannelInfo>,
+    /// Samples per channel.
+    pub num_samples: u64,
+    /// Samples per second per channel.
+    pub sample_rate: SampleRate,
+    /// How samples are stored (what [`RecordingSource::read_stored`] returns).
+    pub stored_format: SampleFormat,
+    /// The time of the first sample, relative to the source's reference (often zero).
+    pub start_time: RationalTime,
+    /// Source-specific key/value pairs (file format version, probe serial, ...).
+    pub metadata: BTreeMap<String, String>,
+}
+
+impl RecordingInfo {
+    /// A recording starting at time zero with no metadata.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidRecording`] if there are no channels or a gain or offset is not finite.
+    pub fn new(
+        channels: Vec<ChannelInfo>,
+        num_samples: u64,
+        sample_rate: SampleRate,
+        stored_format: SampleFormat,
+    ) -> Result<Self> {
+        if channels.is_empty() {
+            return Err(Error::InvalidRecording("a recording needs at least one channel".into()));
+        }
+        if let Some((index, channel)) = channels
+            .iter()
+            .enumerate()
+            .find(|(_, c)| !c.gain.is_finite() || !c.offset.is_finite())
+        {
+            return Err(Error::InvalidRecording(format!(
+                "channel {index} (`{}`) has gain {} and offset {}: both must be finite",
+                channel.name, channel.gain, channel.offset
+            )));
+        }
+        Ok(Self {
+            channels,
+            num_samples,
+            sample_rate,
+            stored_format,
+            start_time: RationalTime::ZERO,
+            metadata: BTreeMap::new(),
+        })
+    }
+
+    /// The number of channels.
+    #[must_use]
+    pub fn num_channels(&self) -> usize {
+        self.channels.len()
+    }
+
+    /// The indices of all channels, `0..num_channels`, for reads of the whole probe.
+    #[must_use]
+    pub fn all_channels(&self) -> Vec<usize> {
+        (0..self.num_channels()).collect()
+    }
+
+    /// The exact duration, `num_samples / sample_rate`.
+    #[must_use]
+    pub fn duration(&self) -> RationalTime {
+        self.sample_rate.time_of_sample(self.num_samples)
+    }
+}
+
+/// A checked read request: channels that exist and a sample range inside the recording.
+///
+/// Only [`ReadRequest::new`] makes one, so an implementor of [`RecordingSource`] receives
+/// arguments that were already checked. The output of a read is channel-major: the samples of
+/// `channels()[0]`, then those of `channels()[1]`, and so on.
+#[derive(Debug, Clone, Copy)]
+pub struct ReadRequest<'a> {
+    channels: &'a [usize],
+    start: u64,
+    len: usize,
+}
+
+impl<'a> ReadRequest<'a> {
+    /// Checks `channels` and `samples` against `info`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ChannelOutOfRange`], [`Error::ReversedSampleRange`], [`Error::SamplesPastEnd`],
+    /// or [`Error::TooLarge`] when `channels.len() * samples` (times the widest sample size)
+    /// does not fit in `usize`.
+    pub fn new(info: &RecordingInfo, channels: &'a [usize], samples: Range<u64>) -> Result<Self> {
+        let num_channels = info.num_channels();
+        if let Some(&channel) = channels.iter().find(|&&c| c >= num_channels) {
+            return Err(Error::ChannelOutOfRange {
+                channel,
+                num_channels,
+            });
+        }
+        if samples.end < samples.start {
+            return Err(Error::ReversedSampleRange { range: samples });
+        }
+        if samples.end > info.num_samples {
+            return Err(Error::SamplesPastEnd {
+                range: samples,
+                num_samples: info.num_samples,
+            });
+        }
+        let too_large = || Error::TooLarge {
+            what: "read request",
+            detail: format!(
+                "{} channels x {} samples does not fit in memory addresses",
+                channels.len(),
+                samples.end - samples.start
+            ),
+        };
+        let len = usize::try_from(samples.end - samples.start).map_err(|_| too_large())?;
+        // Every later length (values, bytes) must be computable without overflow.
+        channels
+            .len()
+            .checked_mul(len)
+            .and_then(|n| n.checked_mul(8))
+            .ok_or_else(too_large)?;
+        Ok(Self {
+            channels,
+            start: samples.start,
+            len,
+        })
+    }
+
+    /// The channels to read, in output order.
+    #[must_use]
+    pub fn channels(&self) -> &'a [usize] {
+        self.channels
+    }
+
+    /// The sample range to read.
+    #[must_use]
+    pub fn samples(&self) -> Range<u64> {
+        self.start..self.start + self.len as u64
+    }
+
+    /// Samples per channel.
+    #[must_use]
+    pub fn samples_per_channel(&self) -> usize {
+        self.len
+    }
+
+    /// Values in the output (`channels * samples`).
+    #[must_use]
+    pub fn num_values(&self) -> usize {
+        self.channels.len() * self.len
+    }
+
+    /// Checks that an output buffer of `actual` elements of `unit` has the length `expected`.
+    fn check_output(expected: usize, actual: usize, unit: &'static str) -> Result<()> {
+        if expected == actual {
+            Ok(())
+        } else {
+            Err(Error::OutputLength {
+                expected,
+                actual,
+                unit,
+            })
+        }
+    }
+}
+
+/// A multi-channel recording that can be read window by window, from any thread.
+///
+/// Callers use [`read`](Self::read) (scaled `f32` values) and [`read_stored`](Self::read_stored)
+/// (the stored little-endian bytes, untouched). Both check their arguments the same way for
+/// every source and then call the implementor's [`fill_scaled`](Self::fill_scaled) /
+/// [`fill_stored`](Self::fill_stored); implementors provide those and [`info`](Self::info), and
+/// should not override `read` or `read_stored`.
+///
+/// A source that can return stored values says so with [`can_read_stored`](Self::can_read_stored)
+/// (callers ask once, up front, and pick the stored or the scaled path for the whole run).
+/// Scaled values must equal `stored * gain + offset` computed as
+/// [`SampleFormat::scale_into`] does.
+pub trait RecordingSource: Send + Sync {
+    /// What the recording holds.
+    fn info(&self) -> &RecordingInfo;
+
+    /// Writes the scaled values of a checked request into `out`
+    /// (`request.num_values()` long, channel-major).
+    ///
+    /// # Errors
+    ///
+    /// Whatever the source's storage reports (I/O, decoding), as [`Error::Source`].
+    fn fill_scaled(&self, request: &ReadRequest<'_>, out: &mut [f32]) -> Result<()>;
+
+    /// Writes the stored little-endian values of a checked request into `out`
+    /// (`request.num_values() * stored_format.size()` bytes, channel-major).
+    ///
+    /// The default says [`Error::Unsupported`]; sources that override it also override
+    /// [`can_read_stored`](Self::can_read_stored).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unsupported`], or what the storage reports, as [`Error::Source`].
+    fn fill_stored(&self, request: &ReadRequest<'_>, out: &mut [u8]) -> Result<()> {
+        let _ = (request, out);
+        Err(Error::Unsupported {
+            source_name: std::any::type_name::<Self>(),
+        })
+    }
+
+    /// Whether [`read_stored`](Self::read_stored) works for this source.
+    fn can_read_stored(&self) -> bool {
+        false
+    }
+
+    /// Reads scaled values of `channels` over `samples` into `out`, channel-major
+    /// (`out[k * n + s]` is sample `samples.start + s` of `channels[k]`, `n` the range length).
+    ///
+    /// # Errors
+    ///
+    /// A channel out of range, a sample range reversed or past the end, `out` not
+    /// `channels.len() * n` long ([`Error::OutputLength`]), or what the source reports.
+    fn read(&self, channels: &[usize], samples: Range<u64>, out: &mut [f32]) -> Result<()> {
+        let request = ReadRequest::new(self.info(), channels, samples)?;
+        ReadRequest::check_output(request.num_values(), out.len(), "values")?;
+        self.fill_scaled(&request, out)
+    }
+
+    /// Reads the stored values of `channels` over `samples` into `out` as little-endian bytes,
+    /// untouched, channel-major; `out` is `channels.len() * n * stored_format.size()` bytes.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unsupported`] for sources without stored access; otherwise as
+    /// [`read`](Self::read), with the output length counted in bytes.
+    fn read_stored(&self, channels: &[usize], samples: Range<u64>, out: &mut [u8]) -> Result<()> {
+        let request = ReadRequest::new(self.info(), channels, samples)?;
+        let expected = request.num_values() * self.info().stored_format.size();
+        ReadRequest::check_output(expected, out.len(), "bytes")?;
+        self.fill_stored(&request, out)
+    }
+}
+
+impl<S: RecordingSource + ?Sized> RecordingSource for std::sync::Arc<S> {
+    fn info(&self) -> &RecordingInfo {
+        (**self).info()
+    }
+    fn fill_scaled(&self, request: &ReadRequest<'_>, out: &mut [f32]) -> Result<()> {
+        (**self).fill_scaled(request, out)
+    }
+    fn fill_stored(&self, request: &ReadRequest<'_>, out: &mut [u8]) -> Result<()> {
+        (**self).fill_stored(request, out)
+    }
+    fn can_read_stored(&self) -> bool {
+        (**self).can_read_stored()
+    }
+}
+
+/// A source with [`read_stored`](RecordingSource::read_stored) hidden: it forwards scaled reads
+/// and says [`Error::Unsupported`] for stored ones.
+///
+/// For tests and benchmarks that must take the `f32` path on a source that has stored values
+/// (e.g. to check that both paths give the same result).
+#[derive(Debug, Clone)]
+pub struct ScaledOnly<S>(pub S);
+
+impl<S: RecordingSource> RecordingSource for ScaledOnly<S> {
+    fn info(&self) -> &RecordingInfo {
+        self.0.info()
+    }
+    fn fill_scaled(&self, request: &ReadRequest<'_>, out: &mut [f32]) -> Result<()> {
+        self.0.fill_scaled(request, out)
+    }
+}

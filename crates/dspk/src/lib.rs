@@ -1,0 +1,53 @@
+//! dspk: multi-channel signal processing written once in CubeCL and run on any GPU (wgpu,
+//! CUDA, HIP) or the CPU, chosen at run time, with a GPU spike sorter for electrophysiology.
+//!
+//! This crate re-exports the workspace: the foundation types of [`dspk_core`] at the top level,
+//! and each other crate as a module.
+//!
+//! ```no_run
+//! use dspk::ComputeTarget;
+//!
+//! // DSPK_RUNTIME=wgpu|cuda|hip|cpu picks one of the runtimes compiled in; unset, the best
+//! // available one.
+//! let target = ComputeTarget::from_env()?;
+//! let client = target.client()?;
+//! println!("running on {target}: {}", client.properties().identity.name);
+//! # Ok::<(), dspk::Error>(())
+//! ```
+//!
+//! # Feature flags
+//!
+//! Runtimes (any number; `DSPK_RUNTIME` picks among them at run time):
+//! - `wgpu` (default): Vulkan, Metal, DX12, or lavapipe (software Vulkan) without a GPU.
+//! - `cuda`: NVIDIA GPUs; needs only the driver at run time.
+//! - `hip`: AMD GPUs through ROCm.
+//! - `cpu`: CubeCL's CPU runtime.
+//!
+//! Others:
+//! - `test-util`: [`test_util`], helpers for testing crates built on dspk.
+//!
+//! `cpu`, `cuda` and `hip` build LLVM-based compilers (a few minutes more to build).
+
+#![forbid(unsafe_code)]
+
+pub use dspk_core::*;
+
+/// Recording files: raw binary, Zarr, .npy/.npz, format detection.
+pub use dspk_io as io;
+/// Device kernels and pipelines.
+pub use dspk_ops as ops;
+/// Kilosort4 and EMUsort.
+pub use dspk_sorter_kilosort as kilosort;
+/// Network sessions for continuous signals.
+pub use dspk_stream as stream;
+/// Electrophysiology: neural formats, probes, sorting outputs, ground truth.
+pub use dspk_synapse as synapse;
+/// Min/max envelopes for viewing.
+pub use dspk_view as view;
+
+/// The types most programs name.
+pub mod prelude {
+    pub use dspk_core::{
+        ChunkSchedule, ComputeTarget, RecordingSource, SampleFormat, SampleRate, WindowLoader,
+    };
+}
