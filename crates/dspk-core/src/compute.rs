@@ -244,7 +244,7 @@ mod tests {
         for target in ComputeTarget::ALL.into_iter().filter(|t| !t.is_compiled()) {
             let selected = ComputeTarget::select(Some(target.name())).unwrap_err();
             assert!(matches!(selected, Error::NotCompiled { .. }), "{selected}");
-            let error = target.client().unwrap_err();
+            let error = target.client().err().expect("not compiled in");
             assert!(matches!(error, Error::NotCompiled { .. }), "{error}");
             let message = error.to_string();
             assert!(message.contains(&format!("the {target} runtime is not compiled")), "{message}");

@@ -130,6 +130,18 @@ pub enum Error {
         compiled: String,
     },
 
+    /// The caller asked a window loader for another window while holding both of its buffers.
+    #[error(
+        "asked for window {window} while holding {held} windows of the loader: drop a window \
+         (or take its data and drop it) before asking for the next; only two buffers circulate"
+    )]
+    WindowsHeld {
+        /// Windows the caller holds.
+        held: usize,
+        /// The window asked for.
+        window: usize,
+    },
+
     /// The window loader's reader thread stopped without sending a result (it panicked).
     #[error("the window loader's reader thread stopped unexpectedly while reading window {window}")]
     LoaderStopped {

@@ -80,6 +80,8 @@ enum Returned<T> {
 #[derive(Debug, Default)]
 struct Counters {
     allocated: AtomicUsize,
+    /// Windows handed to the caller and not yet dropped.
+    held: AtomicUsize,
     in_flight: AtomicUsize,
     peak_in_flight: AtomicUsize,
 }
@@ -118,7 +120,10 @@ pub struct LoaderStats {
 ///   device upload, without a copy); the reader then allocates a fresh one.
 ///
 /// Windows are channel-major (`channels.len()` runs of `window.read_len()` samples). A read
-/// error on the reader thread arrives as the next item, after which the iterator ends.
+/// error on the reader thread arrives as the next item, after which the iterator ends. The
+/// caller may hold at most two windows at once: asking for a third while holding two (e.g.
+/// collecting them into a `Vec`) ends the iteration with [`Error::WindowsHeld`] rather than
+/// waiting forever for a buffer.
 /// Dropping the loader stops the reader early and joins it: no thread is left behind.
 ///
 /// ```
@@ -264,13 +269,17 @@ impl<T: WindowElement> Iterator for WindowLoader<T> {
         if self.done || self.next >= self.len {
             return None;
         }
+        let held = self.counters.held.load(Ordering::SeqCst);
+        if held >= CIRCULATING_BUFFERS {
+            // Both buffers are in the caller's hands: waiting for the reader would never end.
+            self.done = true;
+            return Some(Err(Error::WindowsHeld {
+                held,
+                window: self.next,
+            }));
+        }
         let item = match self.filled.recv() {
-            Ok(Ok((window, data))) => Ok(LoadedWindow {
-                window,
-                data: Some(data),
-                returned: self.returned.clone(),
-                counters: Arc::clone(&self.counters),
-            }),
+            Ok(Ok((window, data))) => Ok(LoadedWindow::new(window, data, self)),
             Ok(Err(error)) => {
                 self.done = true;
                 Err(error)
@@ -312,6 +321,17 @@ pub struct LoadedWindow<T: WindowElement> {
 }
 
 impl<T: WindowElement> LoadedWindow<T> {
+    /// A window handed to the caller of `loader`, counted as held until dropped.
+    fn new(window: HaloWindow, data: Vec<T>, loader: &WindowLoader<T>) -> Self {
+        loader.counters.held.fetch_add(1, Ordering::SeqCst);
+        Self {
+            window,
+            data: Some(data),
+            returned: loader.returned.clone(),
+            counters: Arc::clone(&loader.counters),
+        }
+    }
+
     /// Where the window lies in the recording (valid and read ranges).
     #[must_use]
     pub fn window(&self) -> &HaloWindow {
@@ -343,6 +363,7 @@ impl<T: WindowElement> LoadedWindow<T> {
 
 impl<T: WindowElement> Drop for LoadedWindow<T> {
     fn drop(&mut self) {
+        self.counters.held.fetch_sub(1, Ordering::SeqCst);
         self.counters.release();
         let message = self.data.take().map_or(Returned::Credit, Returned::Buffer);
         // The reader may have finished or stopped; then the buffer is simply freed.
