@@ -225,7 +225,10 @@ mod tests {
             assert_eq!(target.name().parse::<ComputeTarget>().unwrap(), target);
             assert_eq!(target.to_string(), target.name());
         }
-        assert_eq!(" CUDA ".parse::<ComputeTarget>().unwrap(), ComputeTarget::Cuda);
+        assert_eq!(
+            " CUDA ".parse::<ComputeTarget>().unwrap(),
+            ComputeTarget::Cuda
+        );
         assert_eq!("rocm".parse::<ComputeTarget>().unwrap(), ComputeTarget::Hip);
     }
 
@@ -247,8 +250,14 @@ mod tests {
             let error = target.client().err().expect("not compiled in");
             assert!(matches!(error, Error::NotCompiled { .. }), "{error}");
             let message = error.to_string();
-            assert!(message.contains(&format!("the {target} runtime is not compiled")), "{message}");
-            assert!(message.contains(&format!("`{target}` cargo feature")), "{message}");
+            assert!(
+                message.contains(&format!("the {target} runtime is not compiled")),
+                "{message}"
+            );
+            assert!(
+                message.contains(&format!("`{target}` cargo feature")),
+                "{message}"
+            );
         }
     }
 }

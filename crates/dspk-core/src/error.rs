@@ -92,7 +92,9 @@ pub enum Error {
     },
 
     /// `DSPK_RUNTIME` or a parsed name is not a runtime dspk knows.
-    #[error("unknown runtime `{name}`: expected one of wgpu, cuda, hip, cpu (compiled in: {compiled})")]
+    #[error(
+        "unknown runtime `{name}`: expected one of wgpu, cuda, hip, cpu (compiled in: {compiled})"
+    )]
     UnknownRuntime {
         /// The name given.
         name: String,
@@ -113,7 +115,9 @@ pub enum Error {
     },
 
     /// A runtime is compiled in but no device of it could be opened.
-    #[error("the {target} runtime is compiled in but has no usable device: {reason} (compiled in: {compiled})")]
+    #[error(
+        "the {target} runtime is compiled in but has no usable device: {reason} (compiled in: {compiled})"
+    )]
     NoDevice {
         /// The runtime asked for.
         target: &'static str,

@@ -397,7 +397,10 @@ impl<S: RecordingSource + ?Sized, T: WindowElement> Reader<S, T> {
                 return;
             };
             self.counters.acquire();
-            buffer.resize(self.channels.len() * window.read_len() * self.per_sample, T::default());
+            buffer.resize(
+                self.channels.len() * window.read_len() * self.per_sample,
+                T::default(),
+            );
             let result = T::fill(&*self.source, &self.channels, &window, &mut buffer);
             let failed = result.is_err();
             let message = result.map(|()| (window, buffer));

@@ -91,9 +91,12 @@ impl RecordingSource for MemoryRecording {
         }
         for (&channel, out) in request.channels().iter().zip(out.chunks_exact_mut(n)) {
             let info = &self.info.channels[channel];
-            self.info
-                .stored_format
-                .scale_into(self.stored_run(channel, request), info.gain, info.offset, out);
+            self.info.stored_format.scale_into(
+                self.stored_run(channel, request),
+                info.gain,
+                info.offset,
+                out,
+            );
         }
         Ok(())
     }

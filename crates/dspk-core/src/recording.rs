@@ -64,7 +64,9 @@ impl RecordingInfo {
         stored_format: SampleFormat,
     ) -> Result<Self> {
         if channels.is_empty() {
-            return Err(Error::InvalidRecording("a recording needs at least one channel".into()));
+            return Err(Error::InvalidRecording(
+                "a recording needs at least one channel".into(),
+            ));
         }
         if let Some((index, channel)) = channels
             .iter()

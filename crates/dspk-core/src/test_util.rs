@@ -146,23 +146,40 @@ pub fn check_recording_source<S: RecordingSource + ?Sized>(source: &S) {
 
     // Argument checks, the same for every source.
     let error = source.read(&[num_channels], 0..0, &mut []).unwrap_err();
-    assert!(matches!(error, Error::ChannelOutOfRange { channel, .. } if channel == num_channels), "{error}");
+    assert!(
+        matches!(error, Error::ChannelOutOfRange { channel, .. } if channel == num_channels),
+        "{error}"
+    );
     let error = source.read(&[0], n..n + 1, &mut [0.0]).unwrap_err();
     assert!(matches!(error, Error::SamplesPastEnd { .. }), "{error}");
     #[allow(clippy::reversed_empty_ranges)]
     let error = source.read(&[0], 1..0, &mut []).unwrap_err();
-    assert!(matches!(error, Error::ReversedSampleRange { .. }), "{error}");
+    assert!(
+        matches!(error, Error::ReversedSampleRange { .. }),
+        "{error}"
+    );
     if n > 0 {
         let error = source.read(&[0], 0..1, &mut [0.0; 2]).unwrap_err();
         assert!(
-            matches!(error, Error::OutputLength { expected: 1, actual: 2, .. }),
+            matches!(
+                error,
+                Error::OutputLength {
+                    expected: 1,
+                    actual: 2,
+                    ..
+                }
+            ),
             "{error}"
         );
     }
 
     // Empty reads succeed and touch nothing.
-    source.read(&[], 0..n, &mut []).expect("reading no channels");
-    source.read(&[0], n..n, &mut []).expect("reading no samples");
+    source
+        .read(&[], 0..n, &mut [])
+        .expect("reading no channels");
+    source
+        .read(&[0], n..n, &mut [])
+        .expect("reading no samples");
 
     // Stored access is what the source says it is.
     let stored_ok = source.read_stored(&[0], 0..0, &mut []);
@@ -173,7 +190,10 @@ pub fn check_recording_source<S: RecordingSource + ?Sized>(source: &S) {
         source.can_read_stored()
     );
     if !source.can_read_stored() {
-        assert!(matches!(stored_ok, Err(Error::Unsupported { .. })), "{stored_ok:?}");
+        assert!(
+            matches!(stored_ok, Err(Error::Unsupported { .. })),
+            "{stored_ok:?}"
+        );
     }
 
     // read == read_stored * gain + offset, on the edges and inside, channels in any order.
@@ -182,15 +202,25 @@ pub fn check_recording_source<S: RecordingSource + ?Sized>(source: &S) {
     if n > 7 {
         ranges.push(n / 3..n / 3 + (n / 3).min(517));
     }
-    let channels: Vec<usize> = (0..num_channels).rev().step_by(num_channels.div_ceil(8).max(1)).collect();
+    let channels: Vec<usize> = (0..num_channels)
+        .rev()
+        .step_by(num_channels.div_ceil(8).max(1))
+        .collect();
     for range in ranges {
         let m = (range.end - range.start) as usize;
         let mut scaled = vec![f32::NAN; channels.len() * m];
-        source.read(&channels, range.clone(), &mut scaled).expect("read");
-        assert!(scaled.iter().all(|v| !v.is_nan()), "read left NaN (unwritten) values");
+        source
+            .read(&channels, range.clone(), &mut scaled)
+            .expect("read");
+        assert!(
+            scaled.iter().all(|v| !v.is_nan()),
+            "read left NaN (unwritten) values"
+        );
         if source.can_read_stored() {
             let mut stored = vec![0u8; channels.len() * m * size];
-            source.read_stored(&channels, range.clone(), &mut stored).expect("read_stored");
+            source
+                .read_stored(&channels, range.clone(), &mut stored)
+                .expect("read_stored");
             let mut expected = vec![0.0f32; channels.len() * m];
             for (k, &channel) in channels.iter().enumerate() {
                 let c = &info.channels[channel];
@@ -213,8 +243,14 @@ pub fn check_recording_source<S: RecordingSource + ?Sized>(source: &S) {
         // A single channel read alone gives the same values as within a multi-channel read.
         if let Some(&first) = channels.first() {
             let mut alone = vec![0.0f32; m];
-            source.read(&[first], range.clone(), &mut alone).expect("read one channel");
-            assert_eq!(alone, scaled[..m], "one-channel read differs from multi-channel read");
+            source
+                .read(&[first], range.clone(), &mut alone)
+                .expect("read one channel");
+            assert_eq!(
+                alone,
+                scaled[..m],
+                "one-channel read differs from multi-channel read"
+            );
         }
     }
 }

@@ -84,7 +84,10 @@ impl SampleRate {
     /// The exact time of sample `index` counted from the first sample: `index / rate` seconds.
     #[must_use]
     pub fn time_of_sample(self, index: u64) -> RationalTime {
-        RationalTime::reduced(i128::from(index) * i128::from(self.den), u128::from(self.num))
+        RationalTime::reduced(
+            i128::from(index) * i128::from(self.den),
+            u128::from(self.num),
+        )
     }
 
     /// The index of the last sample at or before `time` (counted from the first sample):
@@ -261,15 +264,38 @@ mod tests {
         assert_eq!((rate.numerator(), rate.denominator()), (750_003, 25));
         // After one hour of samples the time is exact, not 3599.99999...
         let samples_per_hour = 30_000_12 * 36; // 3600 s * 30000.12 Hz
-        assert_eq!(rate.time_of_sample(samples_per_hour), RationalTime::from_secs(3600));
-        assert_eq!(rate.sample_at(RationalTime::from_secs(3600)), Some(samples_per_hour));
-        assert_eq!("30000".parse::<SampleRate>().unwrap(), SampleRate::from_hz(30_000).unwrap());
-        assert_eq!("90000/3".parse::<SampleRate>().unwrap(), SampleRate::from_hz(30_000).unwrap());
+        assert_eq!(
+            rate.time_of_sample(samples_per_hour),
+            RationalTime::from_secs(3600)
+        );
+        assert_eq!(
+            rate.sample_at(RationalTime::from_secs(3600)),
+            Some(samples_per_hour)
+        );
+        assert_eq!(
+            "30000".parse::<SampleRate>().unwrap(),
+            SampleRate::from_hz(30_000).unwrap()
+        );
+        assert_eq!(
+            "90000/3".parse::<SampleRate>().unwrap(),
+            SampleRate::from_hz(30_000).unwrap()
+        );
     }
 
     #[test]
     fn bad_rates_are_errors() {
-        for text in ["", ".", "0", "-30000", "3e4", "30000.1.2", "abc", "1/0", "0/5", "1.0000000000000000001"] {
+        for text in [
+            "",
+            ".",
+            "0",
+            "-30000",
+            "3e4",
+            "30000.1.2",
+            "abc",
+            "1/0",
+            "0/5",
+            "1.0000000000000000001",
+        ] {
             assert!(text.parse::<SampleRate>().is_err(), "`{text}` parsed");
         }
     }

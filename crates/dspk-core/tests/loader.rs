@@ -45,15 +45,25 @@ static ALLOCATOR: CountingAllocator = CountingAllocator;
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn synthetic(channels: usize, samples: u64) -> Arc<SyntheticRecording> {
-    Arc::new(SyntheticRecording::new(channels, samples, SampleRate::from_hz(30_000).unwrap(), 42).unwrap())
+    Arc::new(
+        SyntheticRecording::new(channels, samples, SampleRate::from_hz(30_000).unwrap(), 42)
+            .unwrap(),
+    )
 }
 
 /// Checks a delivered window against values recomputed from the source.
-fn check_stored_window(source: &SyntheticRecording, channels: &[usize], window: &dspk_core::HaloWindow, data: &[u8]) {
+fn check_stored_window(
+    source: &SyntheticRecording,
+    channels: &[usize],
+    window: &dspk_core::HaloWindow,
+    data: &[u8],
+) {
     let n = window.read_len();
     assert_eq!(data.len(), channels.len() * n * 2);
     for (k, &c) in channels.iter().enumerate() {
@@ -87,7 +97,9 @@ fn windows_arrive_in_order_with_the_right_samples() {
     for window in loader {
         let window = window.unwrap();
         let mut reference = vec![0f32; window.data().len()];
-        source.read(&channels, window.window().read(), &mut reference).unwrap();
+        source
+            .read(&channels, window.window().read(), &mut reference)
+            .unwrap();
         assert_eq!(window.data(), &reference[..]);
         count += 1;
     }
@@ -121,8 +133,16 @@ fn two_window_buffers_circulate_over_a_thousand_windows() {
     assert_eq!(delivered, 1000);
     assert_eq!(stats.buffers_allocated, 2, "{stats:?}");
     assert_eq!(stats.peak_in_flight, 2, "{stats:?}");
-    assert_eq!(PEAK_WINDOWS.load(Ordering::SeqCst), 2, "window-sized heap blocks alive at once");
-    assert_eq!(LIVE_WINDOWS.load(Ordering::SeqCst), 0, "window buffers leaked");
+    assert_eq!(
+        PEAK_WINDOWS.load(Ordering::SeqCst),
+        2,
+        "window-sized heap blocks alive at once"
+    );
+    assert_eq!(
+        LIVE_WINDOWS.load(Ordering::SeqCst),
+        0,
+        "window buffers leaked"
+    );
 }
 
 #[test]
@@ -150,10 +170,22 @@ fn the_owned_mode_hands_over_buffers_and_stays_at_two_in_flight() {
     drop(loader);
     TRACK.store(0, Ordering::SeqCst);
     assert_eq!(kept, samples as usize * WINDOW_CHANNELS * 2);
-    assert_eq!(stats.buffers_allocated, schedule.len(), "one fresh buffer per kept window");
+    assert_eq!(
+        stats.buffers_allocated,
+        schedule.len(),
+        "one fresh buffer per kept window"
+    );
     assert_eq!(stats.peak_in_flight, 2, "{stats:?}");
-    assert_eq!(PEAK_WINDOWS.load(Ordering::SeqCst), 2, "window-sized heap blocks alive at once");
-    assert_eq!(LIVE_WINDOWS.load(Ordering::SeqCst), 0, "window buffers leaked");
+    assert_eq!(
+        PEAK_WINDOWS.load(Ordering::SeqCst),
+        2,
+        "window-sized heap blocks alive at once"
+    );
+    assert_eq!(
+        LIVE_WINDOWS.load(Ordering::SeqCst),
+        0,
+        "window buffers leaked"
+    );
 }
 
 /// A source whose reads fail from a given sample on, like a file truncated under us.
@@ -170,7 +202,10 @@ impl RecordingSource for FailingSource {
         if request.samples().end > self.fail_from {
             return Err(Error::Source {
                 source_name: "failing test source".into(),
-                cause: Arc::new(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "file shrank")),
+                cause: Arc::new(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    "file shrank",
+                )),
             });
         }
         self.inner.fill_scaled(request, out)
@@ -189,8 +224,18 @@ fn a_read_error_reaches_the_caller_and_ends_the_iteration() {
         .unwrap()
         .map(|window| window.map(|w| w.window().index()))
         .collect();
-    assert_eq!(results.len(), 6, "five good windows, then the error, then nothing");
-    assert_eq!(results[..5].iter().map(|r| *r.as_ref().unwrap()).collect::<Vec<_>>(), [0, 1, 2, 3, 4]);
+    assert_eq!(
+        results.len(),
+        6,
+        "five good windows, then the error, then nothing"
+    );
+    assert_eq!(
+        results[..5]
+            .iter()
+            .map(|r| *r.as_ref().unwrap())
+            .collect::<Vec<_>>(),
+        [0, 1, 2, 3, 4]
+    );
     let error = results[5].as_ref().err().unwrap();
     assert_eq!(error.to_string(), "failing test source: file shrank");
 }
@@ -205,7 +250,10 @@ fn holding_both_buffers_and_asking_for_more_is_an_error_not_a_hang() {
     assert_eq!(results.len(), 3);
     assert!(results[0].is_ok() && results[1].is_ok());
     let error = results[2].as_ref().err().unwrap();
-    assert!(matches!(error, Error::WindowsHeld { held: 2, window: 2 }), "{error}");
+    assert!(
+        matches!(error, Error::WindowsHeld { held: 2, window: 2 }),
+        "{error}"
+    );
 }
 
 #[test]
@@ -241,13 +289,22 @@ fn loader_threads() -> usize {
 #[test]
 fn the_stored_mode_needs_a_source_with_stored_values() {
     let _guard = serial();
-    let source = Arc::new(ScaledOnly(SyntheticRecording::new(2, 100, SampleRate::from_hz(1000).unwrap(), 0).unwrap()));
+    let source = Arc::new(ScaledOnly(
+        SyntheticRecording::new(2, 100, SampleRate::from_hz(1000).unwrap(), 0).unwrap(),
+    ));
     let schedule = ChunkSchedule::new(100, 10, 0, 0).unwrap();
-    let error = WindowLoader::stored(source.clone(), vec![0], schedule).err().unwrap();
+    let error = WindowLoader::stored(source.clone(), vec![0], schedule)
+        .err()
+        .unwrap();
     assert!(matches!(error, Error::Unsupported { .. }), "{error}");
     // Channels and extent are checked up front, not on the first window.
-    let error = WindowLoader::scaled(source.clone(), vec![2], schedule).err().unwrap();
-    assert!(matches!(error, Error::ChannelOutOfRange { channel: 2, .. }), "{error}");
+    let error = WindowLoader::scaled(source.clone(), vec![2], schedule)
+        .err()
+        .unwrap();
+    assert!(
+        matches!(error, Error::ChannelOutOfRange { channel: 2, .. }),
+        "{error}"
+    );
     let long = ChunkSchedule::new(101, 10, 0, 0).unwrap();
     let error = WindowLoader::scaled(source, vec![0], long).err().unwrap();
     assert!(matches!(error, Error::SamplesPastEnd { .. }), "{error}");

@@ -10,17 +10,35 @@ use dspk_core::{
 
 /// A recording of `channels` x `samples` random stored values of `format` (extremes included
 /// at the start of every channel) with random gains and offsets.
-fn random_recording(format: SampleFormat, channels: usize, samples: usize, seed: u64) -> MemoryRecording {
+fn random_recording(
+    format: SampleFormat,
+    channels: usize,
+    samples: usize,
+    seed: u64,
+) -> MemoryRecording {
     let mut rng = Rng::new(seed);
     let infos = (0..channels)
-        .map(|c| ChannelInfo::new(format!("ch{c}"), rng.uniform(0.1, 10.0), rng.uniform(-100.0, 100.0), "uV"))
+        .map(|c| {
+            ChannelInfo::new(
+                format!("ch{c}"),
+                rng.uniform(0.1, 10.0),
+                rng.uniform(-100.0, 100.0),
+                "uV",
+            )
+        })
         .collect();
     let rate = SampleRate::from_hz(30_000).unwrap();
     let extremes: Vec<u64> = match format {
-        SampleFormat::I16 => [i16::MIN, -1, 0, 1, i16::MAX].map(|v| v as u16 as u64).into(),
+        SampleFormat::I16 => [i16::MIN, -1, 0, 1, i16::MAX]
+            .map(|v| v as u16 as u64)
+            .into(),
         SampleFormat::U16 => [0u16, 1, 32767, 32768, u16::MAX].map(u64::from).into(),
-        SampleFormat::I32 => [i32::MIN, -1, 0, 1, i32::MAX].map(|v| v as u32 as u64).into(),
-        SampleFormat::F32 => [-1e30f32, -1.5, 0.0, 1.5, 1e30].map(|v| u64::from(v.to_bits())).into(),
+        SampleFormat::I32 => [i32::MIN, -1, 0, 1, i32::MAX]
+            .map(|v| v as u32 as u64)
+            .into(),
+        SampleFormat::F32 => [-1e30f32, -1.5, 0.0, 1.5, 1e30]
+            .map(|v| u64::from(v.to_bits()))
+            .into(),
         _ => unreachable!("a new format needs its extremes here"),
     };
     let mut stored = Vec::new();
@@ -44,13 +62,15 @@ fn random_recording(format: SampleFormat, channels: usize, samples: usize, seed:
 fn every_format_passes_the_conformance_suite() {
     for (i, format) in SampleFormat::ALL.into_iter().enumerate() {
         for (channels, samples) in [(1, 1), (3, 7), (5, 1001), (17, 2500)] {
-            let recording = random_recording(format, channels, samples, i as u64 * 100 + channels as u64);
+            let recording =
+                random_recording(format, channels, samples, i as u64 * 100 + channels as u64);
             check_recording_source(&recording);
             check_recording_source(&ScaledOnly(recording.clone()));
             check_recording_source(&Arc::new(recording));
         }
     }
-    let synthetic = SyntheticRecording::new(9, 40_001, SampleRate::from_hz(30_000).unwrap(), 3).unwrap();
+    let synthetic =
+        SyntheticRecording::new(9, 40_001, SampleRate::from_hz(30_000).unwrap(), 3).unwrap();
     check_recording_source(&synthetic);
 }
 
@@ -69,7 +89,11 @@ fn scaled_values_are_stored_times_gain_plus_offset() {
                 let at = (c * 9 + s) * format.size();
                 let raw = format.decode(&stored[at..at + format.size()]);
                 let expected = (raw * info.channels[c].gain + info.channels[c].offset) as f32;
-                assert_eq!(scaled[c * 9 + s], expected, "{format} channel {c} sample {s}");
+                assert_eq!(
+                    scaled[c * 9 + s],
+                    expected,
+                    "{format} channel {c} sample {s}"
+                );
             }
         }
         // The extremes really are there (first samples of each channel).
@@ -97,11 +121,21 @@ fn bad_arguments_name_what_was_wrong() {
         error.to_string(),
         "sample range 90..101 reaches past the end of the recording (100 samples)"
     );
-    let error = recording.read_stored(&[0, 1], 0..10, &mut [0u8; 20]).unwrap_err();
-    assert_eq!(error.to_string(), "output buffer holds 20 bytes, the request needs 40");
+    let error = recording
+        .read_stored(&[0, 1], 0..10, &mut [0u8; 20])
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "output buffer holds 20 bytes, the request needs 40"
+    );
     let error = recording.read(&[0, 1], 0..10, &mut [0.0; 21]).unwrap_err();
-    assert_eq!(error.to_string(), "output buffer holds 21 values, the request needs 20");
-    let error = ScaledOnly(recording).read_stored(&[0], 0..1, &mut [0u8; 2]).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "output buffer holds 21 values, the request needs 20"
+    );
+    let error = ScaledOnly(recording)
+        .read_stored(&[0], 0..1, &mut [0u8; 2])
+        .unwrap_err();
     assert!(matches!(error, Error::Unsupported { .. }), "{error}");
     assert!(error.to_string().contains("ScaledOnly"), "{error}");
 }
@@ -109,7 +143,13 @@ fn bad_arguments_name_what_was_wrong() {
 #[test]
 fn recordings_that_disagree_with_their_description_are_refused() {
     let rate = SampleRate::from_hz(1000).unwrap();
-    let info = RecordingInfo::new(vec![ChannelInfo::new("a", 1.0, 0.0, "uV")], 10, rate, SampleFormat::I16).unwrap();
+    let info = RecordingInfo::new(
+        vec![ChannelInfo::new("a", 1.0, 0.0, "uV")],
+        10,
+        rate,
+        SampleFormat::I16,
+    )
+    .unwrap();
     let error = MemoryRecording::new(info, vec![0; 19]).unwrap_err();
     assert_eq!(
         error.to_string(),
@@ -117,19 +157,37 @@ fn recordings_that_disagree_with_their_description_are_refused() {
     );
     let error = RecordingInfo::new(vec![], 10, rate, SampleFormat::I16).unwrap_err();
     assert!(matches!(error, Error::InvalidRecording(_)), "{error}");
-    let error = RecordingInfo::new(vec![ChannelInfo::new("a", f64::NAN, 0.0, "uV")], 10, rate, SampleFormat::I16)
-        .unwrap_err();
+    let error = RecordingInfo::new(
+        vec![ChannelInfo::new("a", f64::NAN, 0.0, "uV")],
+        10,
+        rate,
+        SampleFormat::I16,
+    )
+    .unwrap_err();
     assert!(error.to_string().contains("must be finite"), "{error}");
-    let error = MemoryRecording::from_samples(vec![ChannelInfo::new("a", 1.0, 0.0, "uV"); 2], rate, &[1i16, 2, 3])
-        .unwrap_err();
-    assert!(error.to_string().contains("cannot be split evenly over 2 channels"), "{error}");
+    let error = MemoryRecording::from_samples(
+        vec![ChannelInfo::new("a", 1.0, 0.0, "uV"); 2],
+        rate,
+        &[1i16, 2, 3],
+    )
+    .unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("cannot be split evenly over 2 channels"),
+        "{error}"
+    );
 }
 
 #[test]
 fn typed_samples_build_the_same_recording_as_bytes() {
     let rate = SampleRate::from_hz(1000).unwrap();
-    let channels = vec![ChannelInfo::new("a", 0.5, 1.0, "uV"), ChannelInfo::new("b", 2.0, -1.0, "uV")];
-    let recording = MemoryRecording::from_samples(channels, rate, &[1i16, -2, 3, i16::MIN, 5, 6]).unwrap();
+    let channels = vec![
+        ChannelInfo::new("a", 0.5, 1.0, "uV"),
+        ChannelInfo::new("b", 2.0, -1.0, "uV"),
+    ];
+    let recording =
+        MemoryRecording::from_samples(channels, rate, &[1i16, -2, 3, i16::MIN, 5, 6]).unwrap();
     assert_eq!(recording.info().num_samples, 3);
     let mut out = [0f32; 6];
     recording.read(&[1, 0], 0..3, &mut out).unwrap();

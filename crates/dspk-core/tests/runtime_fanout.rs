@@ -22,7 +22,10 @@ fn a_trivial_kernel_matches_the_f64_reference_on_every_runtime() {
         // Odd sizes, one smaller than a cube and one spanning several.
         for len in [1usize, 7, 257, 10_007] {
             let input: Vec<f32> = (0..len).map(|_| rng.uniform(-1e3, 1e3) as f32).collect();
-            let (gain, offset) = (rng.uniform(-3.0, 3.0) as f32, rng.uniform(-50.0, 50.0) as f32);
+            let (gain, offset) = (
+                rng.uniform(-3.0, 3.0) as f32,
+                rng.uniform(-50.0, 50.0) as f32,
+            );
             let input_handle = client.create_from_slice(f32::as_bytes(&input));
             // Fill the output with NaN so an element the kernel skips cannot pass.
             let output_handle = client.create_from_slice(f32::as_bytes(&vec![f32::NAN; len]));
@@ -44,7 +47,13 @@ fn a_trivial_kernel_matches_the_f64_reference_on_every_runtime() {
                 .collect();
             // One f32 multiply and one add (or a fused multiply-add): within 2 ulp of the
             // larger term.
-            assert_close(&format!("affine on {target}, len {len}"), actual, &expected, 1e-4, 2.5e-7);
+            assert_close(
+                &format!("affine on {target}, len {len}"),
+                actual,
+                &expected,
+                1e-4,
+                2.5e-7,
+            );
         }
     });
 }
@@ -87,7 +96,11 @@ fn dspk_runtime_is_read_from_the_environment() {
     let exe = std::env::current_exe().expect("test binary path");
     for (value, expected) in cases {
         let output = std::process::Command::new(&exe)
-            .args(["--exact", "dspk_runtime_is_read_from_the_environment", "--nocapture"])
+            .args([
+                "--exact",
+                "dspk_runtime_is_read_from_the_environment",
+                "--nocapture",
+            ])
             .env("DSPK_RUNTIME", &value)
             .env("DSPK_FANOUT_CHILD_EXPECTS", &expected)
             .output()

@@ -1,0 +1,155 @@
+//! Streams a synthetic 384-channel int16 recording onto the compute device, window by window,
+//! and reports what crossed and how fast.
+//!
+//! ```text
+//! cargo run --release --example stream                # 20 s of recording, best runtime here
+//! DSPK_RUNTIME=cpu cargo run --release --features cpu --example stream -- --seconds 60
+//! ```
+//!
+//! The data path is the one every dspk pipeline uses: a `WindowLoader` reads window i+1 on a
+//! background thread while window i is uploaded; windows are read as stored int16 bytes (half
+//! the size of f32) and moved into the upload without a copy, into one device buffer allocated
+//! once. At the end the last window is read back and compared with the source.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use dspk::cubecl::bytes::Bytes;
+use dspk::cubecl::future::block_on;
+use dspk::{
+    ChunkSchedule, ComputeTarget, RecordingSource, SampleRate, SyntheticRecording, WindowLoader,
+};
+use dspk_examples::{human_bytes, human_rate, progress_bar};
+
+const CHANNELS: usize = 384;
+const RATE_HZ: u64 = 30_000;
+/// Samples per window: 2 s at 30 kHz, 46 MB of int16 for 384 channels.
+const WINDOW: u64 = 60_000;
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let seconds = parse_seconds()?;
+    let target = ComputeTarget::from_env()?;
+    let client = target.client()?;
+    let properties = client.properties();
+    println!("runtime: {target} on {}", properties.identity.name);
+
+    let num_samples = seconds * RATE_HZ;
+    let source = Arc::new(SyntheticRecording::new(
+        CHANNELS,
+        num_samples,
+        SampleRate::from_hz(RATE_HZ)?,
+        2026,
+    )?);
+    let format = source.info().stored_format;
+
+    // One device buffer for the largest window, within what the device allows in one buffer.
+    let max_buffer = properties.memory.max_page_size;
+    let bytes_per_sample = (CHANNELS * format.size()) as u64;
+    let window = WINDOW
+        .min(max_buffer / bytes_per_sample)
+        .min(num_samples)
+        .max(1);
+    if window < WINDOW {
+        println!(
+            "note: {} buffers are limited to {}; windows of {window} samples",
+            target,
+            human_bytes(max_buffer as f64)
+        );
+    }
+    let schedule = ChunkSchedule::new(num_samples, window, 0, 0)?;
+    let window_bytes = (window * bytes_per_sample) as usize;
+    let device_window = client.empty(window_bytes);
+
+    let channels = source.info().all_channels();
+    let mut loader = WindowLoader::stored(source.clone(), channels.clone(), schedule)?;
+    let bar = progress_bar(schedule.len() as u64, "windows");
+    let started = Instant::now();
+    let mut waited = Duration::ZERO;
+    let mut moved = 0usize;
+    let mut last_read = 0..0;
+    loop {
+        let wait = Instant::now();
+        let Some(loaded) = loader.next() else { break };
+        let mut loaded = loaded?;
+        waited += wait.elapsed();
+        last_read = loaded.window().read();
+        // The owned mode: the loader's buffer itself becomes the upload.
+        let data = loaded.take_data();
+        moved += data.len();
+        let unused = (window_bytes - data.len()) as u64;
+        client.write(
+            &device_window.clone().offset_end(unused),
+            Bytes::from_bytes_vec(data),
+        );
+        drop(loaded);
+        bar.inc(1);
+    }
+    block_on(client.sync())?;
+    let elapsed = started.elapsed();
+    bar.finish_and_clear();
+    let stats = loader.stats();
+    drop(loader);
+
+    // What is on the device is what the source holds.
+    let last_len = (last_read.end - last_read.start) as usize;
+    let mut expected = vec![0u8; CHANNELS * last_len * format.size()];
+    source.read_stored(&channels, last_read.clone(), &mut expected)?;
+    let on_device = client.read_one(device_window)?;
+    let verified = on_device[..expected.len()] == expected[..];
+
+    let seconds_taken = elapsed.as_secs_f64();
+    println!(
+        "moved:   {} windows of {CHANNELS} channels x {window} samples ({} of {format}; {} as f32)",
+        schedule.len(),
+        human_bytes(moved as f64),
+        human_bytes((moved / format.size() * 4) as f64),
+    );
+    println!(
+        "time:    {seconds_taken:.3} s -> {} to the device, {:.1}x real time \
+         (waited {:.3} s for the reader thread)",
+        human_rate(moved as f64, seconds_taken),
+        seconds as f64 / seconds_taken,
+        waited.as_secs_f64()
+    );
+    println!(
+        "loader:  {} window buffers allocated, at most {} in flight",
+        stats.buffers_allocated, stats.peak_in_flight
+    );
+    println!(
+        "check:   last window read back from the device {}",
+        if verified {
+            "matches the source"
+        } else {
+            "DIFFERS from the source"
+        }
+    );
+    if !verified {
+        return Err("device contents differ from the source".into());
+    }
+    Ok(())
+}
+
+/// `--seconds N` (default 20): how much recording to stream.
+fn parse_seconds() -> Result<u64, String> {
+    let mut args = std::env::args().skip(1);
+    let mut seconds = 20;
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--seconds" => {
+                seconds = args
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .filter(|&s| s > 0)
+                    .ok_or("--seconds needs a positive whole number")?;
+            }
+            "-h" | "--help" => {
+                println!(
+                    "usage: stream [--seconds N]   (DSPK_RUNTIME=wgpu|cuda|hip|cpu picks the runtime)"
+                );
+                std::process::exit(0);
+            }
+            other => return Err(format!("unknown argument `{other}` (try --help)")),
+        }
+    }
+    Ok(seconds)
+}
