@@ -7,6 +7,10 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// A progress bar over `len` steps counted in `unit` (e.g. `"windows"`), drawn on stderr, or
 /// hidden when stderr is not a terminal (so logs stay clean).
+///
+/// # Panics
+///
+/// Never: the template is fixed (a unit with braces in it would be a programming error).
 #[must_use]
 pub fn progress_bar(len: u64, unit: &str) -> ProgressBar {
     let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());

@@ -50,7 +50,7 @@ impl MemoryRecording {
         samples: &[T],
     ) -> Result<Self> {
         let num_channels = channels.len();
-        if num_channels == 0 || samples.len() % num_channels != 0 {
+        if num_channels == 0 || !samples.len().is_multiple_of(num_channels) {
             return Err(Error::InvalidRecording(format!(
                 "{} samples cannot be split evenly over {num_channels} channels",
                 samples.len()

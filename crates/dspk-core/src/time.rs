@@ -263,7 +263,7 @@ mod tests {
         let rate: SampleRate = "30000.12".parse().unwrap();
         assert_eq!((rate.numerator(), rate.denominator()), (750_003, 25));
         // After one hour of samples the time is exact, not 3599.99999...
-        let samples_per_hour = 30_000_12 * 36; // 3600 s * 30000.12 Hz
+        let samples_per_hour = 3_000_012 * 36; // 3600 s * 30000.12 Hz
         assert_eq!(
             rate.time_of_sample(samples_per_hour),
             RationalTime::from_secs(3600)

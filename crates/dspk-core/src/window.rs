@@ -85,22 +85,24 @@ impl ChunkSchedule {
     /// Window `index`, or `None` past the last.
     #[must_use]
     pub fn window(&self, index: usize) -> Option<HaloWindow> {
-        if index >= self.len {
-            return None;
-        }
+        (index < self.len).then(|| self.window_at(index))
+    }
+
+    /// Window `index`, which must be below `len`.
+    fn window_at(&self, index: usize) -> HaloWindow {
         let start = index as u64 * self.window;
         let end = start.saturating_add(self.window).min(self.num_samples);
-        Some(HaloWindow {
+        HaloWindow {
             index,
             valid: start..end,
             read: start.saturating_sub(self.halo_left)
                 ..end.saturating_add(self.halo_right).min(self.num_samples),
-        })
+        }
     }
 
     /// All windows in order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = HaloWindow> + '_ {
-        (0..self.len).map(|i| self.window(i).expect("index below len"))
+        (0..self.len).map(|i| self.window_at(i))
     }
 }
 

@@ -1,4 +1,4 @@
-//! WindowLoader: order, contents, two buffers in circulation, errors and early stops.
+//! `WindowLoader`: order, contents, two buffers in circulation, errors and early stops.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::Arc;
