@@ -1,0 +1,74 @@
+//! The one error type of `dspk-ops`.
+
+/// Everything that can go wrong in `dspk-ops`: a request over a device limit, arguments that
+/// disagree with a workspace, a device that failed.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A buffer would exceed what one device buffer or a 32-bit kernel index can hold.
+    #[error("{what} needs {requested} {unit}, over the limit of {limit} {unit} ({reason})")]
+    OverLimit {
+        /// What was being sized.
+        what: &'static str,
+        /// What the request needs.
+        requested: u64,
+        /// The limit.
+        limit: u64,
+        /// What the numbers count (`"values"`, `"bytes"`).
+        unit: &'static str,
+        /// Where the limit comes from.
+        reason: &'static str,
+    },
+
+    /// A window longer than the workspace was sized for.
+    #[error("a window of {samples} samples does not fit a workspace sized for {max_samples}")]
+    WindowTooLong {
+        /// Samples per channel in the window.
+        samples: usize,
+        /// Samples per channel the workspace holds.
+        max_samples: usize,
+    },
+
+    /// Input whose length disagrees with the workspace's shape.
+    #[error("{what}: expected {expected} {unit}, got {actual}")]
+    Shape {
+        /// What was given.
+        what: &'static str,
+        /// The length the workspace needs.
+        expected: usize,
+        /// The length given.
+        actual: usize,
+        /// What the lengths count.
+        unit: &'static str,
+    },
+
+    /// A stored upload before [`set_stored_scaling`](crate::PipelineWorkspace::set_stored_scaling).
+    #[error("stored values were uploaded before the per-channel gains and offsets were set")]
+    ScalingNotSet,
+
+    /// A gain or offset that is not finite, or not representable in `f32`.
+    #[error("channel {channel}: gain {gain} and offset {offset} must be finite in f32")]
+    BadScaling {
+        /// The channel.
+        channel: usize,
+        /// Its gain.
+        gain: f64,
+        /// Its offset.
+        offset: f64,
+    },
+
+    /// A stored format this version has no unpack kernel for.
+    #[error("no unpack kernel for stored format {0}")]
+    UnsupportedFormat(dspk_core::SampleFormat),
+
+    /// The device reported an error (out of memory, a lost device, a failed read).
+    #[error("device error: {0}")]
+    Device(String),
+
+    /// An error from `dspk-core`.
+    #[error(transparent)]
+    Core(#[from] dspk_core::Error),
+}
+
+/// `Result` with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

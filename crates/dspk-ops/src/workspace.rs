@@ -1,0 +1,334 @@
+//! The device workspace a window is uploaded into and processed in.
+
+use cubecl::bytes::Bytes;
+use cubecl::client::Client;
+use cubecl::future::block_on;
+use cubecl::prelude::*;
+use cubecl::server::Handle;
+use dspk_core::SampleFormat;
+
+use crate::limits::DeviceLimits;
+use crate::unpack::unpack_scaled;
+use crate::{Error, Result};
+
+/// A device buffer of `bytes` (at least one 4-byte word: zero-sized buffers are not valid on
+/// every runtime).
+fn empty(client: &Client, bytes: usize) -> Handle {
+    client.empty(bytes.max(4))
+}
+
+/// Persistent device buffers for windows of `channels x samples` (up to `max_samples`), reused
+/// for every window: after the first window of a stored format, uploading and unpacking a
+/// window allocates nothing on the device and copies nothing on the host (with the owned
+/// uploads).
+///
+/// A window arrives in one of two ways and ends as scaled `f32` values, channel-major, in
+/// [`output`](Self::output):
+/// - **stored** ([`process_stored_chunk_in_vram`](Self::process_stored_chunk_in_vram), [`process_stored_chunk_owned`](Self::process_stored_chunk_owned)):
+///   the stored little-endian integers cross the bus as they are (int16: half the bytes of
+///   `f32`) and a kernel unpacks and scales them with the gains and offsets set by
+///   [`set_stored_scaling`](Self::set_stored_scaling);
+/// - **scaled** ([`process_chunk_in_vram`](Self::process_chunk_in_vram), [`process_chunk_owned`](Self::process_chunk_owned)):
+///   `f32` values computed on the host, for sources without stored access.
+///
+/// Uploads are queued, not waited for: the host can read the next window while the device
+/// works on this one.
+pub struct PipelineWorkspace {
+    client: Client,
+    channels: usize,
+    max_samples: usize,
+    limits: DeviceLimits,
+    /// The scaled window, `channels * max_samples` `f32`.
+    output: Handle,
+    /// Stored bytes of the current window, sized for `stored_format` (allocated on first use).
+    stored: Option<(SampleFormat, Handle)>,
+    /// Per-channel `f32` gains and offsets for the stored path.
+    scaling: Option<(Handle, Handle)>,
+    /// Samples per channel of the window now in `output`.
+    samples: usize,
+    /// Device buffers this workspace has allocated (for tests and reports).
+    allocations: usize,
+}
+
+impl PipelineWorkspace {
+    /// A workspace on `client` for windows of `channels` channels and up to `max_samples`
+    /// samples per channel.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::OverLimit`] if `channels * max_samples` values (as `f32`, or as the widest
+    /// stored format) exceed `u32::MAX` values or the device's largest buffer.
+    pub fn new(client: &Client, channels: usize, max_samples: usize) -> Result<Self> {
+        Self::with_limits(client, channels, max_samples, DeviceLimits::of(client))
+    }
+
+    /// As [`new`](Self::new), checked against `limits` instead of the device's own (which must
+    /// not be larger than the device's).
+    ///
+    /// # Errors
+    ///
+    /// As [`new`](Self::new).
+    pub fn with_limits(
+        client: &Client,
+        channels: usize,
+        max_samples: usize,
+        limits: DeviceLimits,
+    ) -> Result<Self> {
+        let values = (channels as u64).saturating_mul(max_samples as u64);
+        limits.check("workspace window", values, 4)?;
+        Ok(Self {
+            client: client.clone(),
+            channels,
+            max_samples,
+            limits,
+            output: empty(client, values as usize * 4),
+            stored: None,
+            scaling: None,
+            samples: 0,
+            allocations: 1,
+        })
+    }
+
+    fn allocate(&mut self, bytes: usize) -> Handle {
+        self.allocations += 1;
+        empty(&self.client, bytes)
+    }
+
+    /// Channels per window.
+    #[must_use]
+    pub fn channels(&self) -> usize {
+        self.channels
+    }
+
+    /// The most samples per channel a window may have.
+    #[must_use]
+    pub fn max_samples(&self) -> usize {
+        self.max_samples
+    }
+
+    /// Samples per channel of the window now in [`output`](Self::output).
+    #[must_use]
+    pub fn samples(&self) -> usize {
+        self.samples
+    }
+
+    /// Device buffers this workspace has allocated so far: one for the output, one per stored
+    /// format used, two for the scaling (re-set scalings reuse them). Constant over windows.
+    #[must_use]
+    pub fn device_allocations(&self) -> usize {
+        self.allocations
+    }
+
+    /// The client the workspace lives on.
+    #[must_use]
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The device buffer holding the current window's scaled values: `channels * samples()`
+    /// `f32`, channel-major, at the start of a buffer of `channels * max_samples()`.
+    #[must_use]
+    pub fn output(&self) -> &Handle {
+        &self.output
+    }
+
+    /// Sets the per-channel gains and offsets applied to stored values
+    /// (`value = stored * gain + offset`); they are uploaded once, as `f32`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Shape`] unless both have one value per channel, [`Error::BadScaling`] for a
+    /// value that is not finite in `f32`.
+    pub fn set_stored_scaling(&mut self, gains: &[f64], offsets: &[f64]) -> Result<()> {
+        for (what, values) in [("gains", gains), ("offsets", offsets)] {
+            if values.len() != self.channels {
+                return Err(Error::Shape {
+                    what,
+                    expected: self.channels,
+                    actual: values.len(),
+                    unit: "channels",
+                });
+            }
+        }
+        let to_f32 = |values: &[f64]| -> Vec<f32> { values.iter().map(|&v| v as f32).collect() };
+        let (gains32, offsets32) = (to_f32(gains), to_f32(offsets));
+        if let Some(channel) =
+            (0..self.channels).find(|&c| !gains32[c].is_finite() || !offsets32[c].is_finite())
+        {
+            return Err(Error::BadScaling {
+                channel,
+                gain: gains[channel],
+                offset: offsets[channel],
+            });
+        }
+        let (gains_handle, offsets_handle) = match self.scaling.take() {
+            Some(handles) => handles,
+            None => {
+                let bytes = self.channels * 4;
+                (self.allocate(bytes), self.allocate(bytes))
+            }
+        };
+        self.write(&gains_handle, Bytes::from_elems(gains32));
+        self.write(&offsets_handle, Bytes::from_elems(offsets32));
+        self.scaling = Some((gains_handle, offsets_handle));
+        Ok(())
+    }
+
+    /// Uploads a window of stored values (`channels * samples` little-endian values of
+    /// `format`, channel-major) and unpacks it into [`output`](Self::output). Copies the bytes
+    /// once on the host (into an owned upload buffer); [`process_stored_chunk_owned`](Self::process_stored_chunk_owned)
+    /// copies nothing.
+    ///
+    /// # Errors
+    ///
+    /// As [`process_stored_chunk_owned`](Self::process_stored_chunk_owned).
+    pub fn process_stored_chunk_in_vram(
+        &mut self,
+        stored: &[u8],
+        format: SampleFormat,
+        samples: usize,
+    ) -> Result<()> {
+        let mut owned = Vec::with_capacity(stored.len().next_multiple_of(4));
+        owned.extend_from_slice(stored);
+        self.process_stored_chunk_owned(owned, format, samples)
+    }
+
+    /// Uploads a window of stored values moved in by value (no host copy) and unpacks it into
+    /// [`output`](Self::output). A byte length that is not a multiple of 4 (an odd number of
+    /// 16-bit values) is padded with zeros in place, within the vector's capacity when it has
+    /// room (the window loader's buffers do).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ScalingNotSet`] before [`set_stored_scaling`](Self::set_stored_scaling),
+    /// [`Error::WindowTooLong`], [`Error::Shape`] when the byte length is not
+    /// `channels * samples * format.size()`, [`Error::OverLimit`] for a stored buffer over the
+    /// device's limits.
+    pub fn process_stored_chunk_owned(
+        &mut self,
+        mut stored: Vec<u8>,
+        format: SampleFormat,
+        samples: usize,
+    ) -> Result<()> {
+        self.check_window(samples, stored.len(), format.size(), "stored window")?;
+        let Some((gains, offsets)) = self.scaling.clone() else {
+            return Err(Error::ScalingNotSet);
+        };
+        let handle = self.stored_buffer(format)?;
+        stored.resize(stored.len().next_multiple_of(4), 0);
+        if !stored.is_empty() {
+            self.write(&handle, Bytes::from_bytes_vec(stored));
+        }
+        unpack_scaled(
+            &self.client,
+            &handle,
+            format,
+            &gains,
+            &offsets,
+            &self.output,
+            self.channels,
+            samples,
+        )?;
+        self.samples = samples;
+        Ok(())
+    }
+
+    /// Uploads a window of scaled `f32` values (`channels * samples`, channel-major) into
+    /// [`output`](Self::output). Copies the values once on the host;
+    /// [`process_chunk_owned`](Self::process_chunk_owned) copies nothing.
+    ///
+    /// # Errors
+    ///
+    /// As [`process_chunk_owned`](Self::process_chunk_owned).
+    pub fn process_chunk_in_vram(&mut self, values: &[f32], samples: usize) -> Result<()> {
+        self.process_chunk_owned(values.to_vec(), samples)
+    }
+
+    /// Uploads a window of scaled `f32` values moved in by value (no host copy).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::WindowTooLong`], or [`Error::Shape`] when there are not `channels * samples`
+    /// values.
+    pub fn process_chunk_owned(&mut self, values: Vec<f32>, samples: usize) -> Result<()> {
+        self.check_window(samples, values.len(), 1, "scaled window")?;
+        if !values.is_empty() {
+            self.write(&self.output, Bytes::from_elems(values));
+        }
+        self.samples = samples;
+        Ok(())
+    }
+
+    /// Reads the current window's scaled values back to the host (waits for the device).
+    /// For tests and for results that must leave the device; the pipeline itself never calls it.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Device`] if the device reports an error (including one from an earlier upload
+    /// or kernel).
+    pub fn read_output(&self) -> Result<Vec<f32>> {
+        let bytes = self
+            .client
+            .read_one(self.output.clone())
+            .map_err(|e| Error::Device(format!("{e:?}")))?;
+        Ok(f32::from_bytes(&bytes)[..self.channels * self.samples].to_vec())
+    }
+
+    /// Waits until every queued upload and kernel has finished.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Device`] if the device reports an error.
+    pub fn sync(&self) -> Result<()> {
+        block_on(self.client.sync()).map_err(|e| Error::Device(format!("{e:?}")))
+    }
+
+    /// Checks a window of `samples` per channel given as `len` elements of `per_sample` each.
+    fn check_window(
+        &self,
+        samples: usize,
+        len: usize,
+        per_sample: usize,
+        what: &'static str,
+    ) -> Result<()> {
+        if samples > self.max_samples {
+            return Err(Error::WindowTooLong {
+                samples,
+                max_samples: self.max_samples,
+            });
+        }
+        let expected = self.channels * samples * per_sample;
+        if len != expected {
+            return Err(Error::Shape {
+                what,
+                expected,
+                actual: len,
+                unit: if per_sample == 1 { "values" } else { "bytes" },
+            });
+        }
+        Ok(())
+    }
+
+    /// The stored-bytes buffer for `format`, allocated on first use (and again only when a
+    /// wider format than before arrives).
+    fn stored_buffer(&mut self, format: SampleFormat) -> Result<Handle> {
+        if let Some((current, handle)) = &self.stored {
+            if current.size() >= format.size() {
+                return Ok(handle.clone());
+            }
+        }
+        let values = self.channels as u64 * self.max_samples as u64;
+        self.limits
+            .check("stored window", values, format.size() as u64)?;
+        let handle = self.allocate((values as usize * format.size()).next_multiple_of(4));
+        self.stored = Some((format, handle.clone()));
+        Ok(handle)
+    }
+
+    /// Writes `bytes` at the start of `handle` (a prefix when shorter), queued.
+    fn write(&self, handle: &Handle, bytes: Bytes) {
+        // `size_in_used` is the size asked for (the allocation may be padded past it).
+        let unused = handle.size_in_used() - bytes.len() as u64;
+        self.client.write(&handle.clone().offset_end(unused), bytes);
+    }
+}

@@ -1,0 +1,307 @@
+//! Stored upload and unpack, on every runtime compiled in, against an f64 host reference.
+
+use dspk_core::test_util::{Rng, for_each_runtime};
+use dspk_core::{ComputeTarget, SampleFormat};
+use dspk_ops::{DeviceLimits, Error, PipelineWorkspace};
+
+/// Random stored values of `format` for `channels x samples`, with the format's extremes at the
+/// start of each channel, as little-endian bytes, and the same values as f64.
+fn stored_values(
+    format: SampleFormat,
+    channels: usize,
+    samples: usize,
+    rng: &mut Rng,
+) -> (Vec<u8>, Vec<f64>) {
+    let extremes: Vec<f64> = match format {
+        SampleFormat::I16 => vec![-32768.0, -1.0, 0.0, 1.0, 32767.0],
+        SampleFormat::U16 => vec![0.0, 1.0, 32767.0, 32768.0, 65535.0],
+        SampleFormat::I32 => vec![
+            -2_147_483_648.0,
+            -1.0,
+            0.0,
+            1.0,
+            2_147_483_647.0,
+            -16_777_217.0,
+        ],
+        _ => vec![-1.5e30, -1.0, 0.0, 1.0, 3.25e-20],
+    };
+    let mut bytes = Vec::new();
+    let mut values = Vec::new();
+    for _ in 0..channels {
+        for s in 0..samples {
+            let value = if s < extremes.len() {
+                extremes[s]
+            } else {
+                match format {
+                    SampleFormat::I16 => f64::from(rng.next_u64() as u16 as i16),
+                    SampleFormat::U16 => f64::from(rng.next_u64() as u16),
+                    SampleFormat::I32 => f64::from(rng.next_u64() as u32 as i32),
+                    _ => f64::from(rng.uniform(-1e4, 1e4) as f32),
+                }
+            };
+            match format {
+                SampleFormat::I16 => bytes.extend_from_slice(&(value as i16).to_le_bytes()),
+                SampleFormat::U16 => bytes.extend_from_slice(&(value as u16).to_le_bytes()),
+                SampleFormat::I32 => bytes.extend_from_slice(&(value as i32).to_le_bytes()),
+                _ => bytes.extend_from_slice(&(value as f32).to_le_bytes()),
+            }
+            values.push(value);
+        }
+    }
+    (bytes, values)
+}
+
+/// Compares device output with `stored * gain + offset` in f64. Tolerance per value: one f32
+/// rounding of the stored value (i32 beyond 2^24), of the product and of the sum, i.e.
+/// `2^-23 * (|stored * gain| + |offset|)` plus the input rounding; NaN never passes.
+fn check(
+    what: &str,
+    actual: &[f32],
+    stored: &[f64],
+    gains: &[f64],
+    offsets: &[f64],
+    samples: usize,
+) {
+    assert_eq!(actual.len(), stored.len(), "{what}: lengths");
+    for (i, (&a, &x)) in actual.iter().zip(stored).enumerate() {
+        let c = i / samples;
+        let (g, o) = (f64::from(gains[c] as f32), f64::from(offsets[c] as f32));
+        let expected = x * g + o;
+        let tolerance = 2f64.powi(-22) * ((x * g).abs() + o.abs()) + 1e-30;
+        let difference = (f64::from(a) - expected).abs();
+        assert!(
+            difference <= tolerance,
+            "{what}: channel {c} sample {}: actual {a}, expected {expected}, stored {x}, \
+             difference {difference:e}, tolerance {tolerance:e}",
+            i % samples
+        );
+    }
+}
+
+fn random_scaling(channels: usize, rng: &mut Rng) -> (Vec<f64>, Vec<f64>) {
+    let gains = (0..channels).map(|_| rng.uniform(0.05, 5.0)).collect();
+    let offsets = (0..channels).map(|_| rng.uniform(-200.0, 200.0)).collect();
+    (gains, offsets)
+}
+
+#[test]
+fn unpack_is_exact_for_every_format_on_every_runtime() {
+    for_each_runtime(|target, client| {
+        let mut rng = Rng::new(17);
+        for format in SampleFormat::ALL {
+            for (channels, samples) in [(1, 1), (1, 6), (3, 7), (5, 129), (7, 1001)] {
+                let (gains, offsets) = random_scaling(channels, &mut rng);
+                let mut workspace = PipelineWorkspace::new(client, channels, samples + 3).unwrap();
+                workspace.set_stored_scaling(&gains, &offsets).unwrap();
+                let (bytes, values) = stored_values(format, channels, samples, &mut rng);
+                workspace
+                    .process_stored_chunk_in_vram(&bytes, format, samples)
+                    .unwrap();
+                let what = format!("{target} {format} {channels}x{samples}");
+                check(
+                    &what,
+                    &workspace.read_output().unwrap(),
+                    &values,
+                    &gains,
+                    &offsets,
+                    samples,
+                );
+            }
+        }
+    });
+}
+
+#[test]
+fn int16_extremes_unpack_exactly_with_unit_gain() {
+    for_each_runtime(|target, client| {
+        let extremes: [i16; 5] = [-32768, -1, 0, 1, 32767];
+        let bytes: Vec<u8> = extremes.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let mut workspace = PipelineWorkspace::new(client, 1, 5).unwrap();
+        workspace.set_stored_scaling(&[1.0], &[0.0]).unwrap();
+        workspace
+            .process_stored_chunk_in_vram(&bytes, SampleFormat::I16, 5)
+            .unwrap();
+        assert_eq!(
+            workspace.read_output().unwrap(),
+            [-32768.0, -1.0, 0.0, 1.0, 32767.0],
+            "on {target}"
+        );
+        // The same bits as uint16 are offset-binary: 32768, 65535, 0, 1, 32767.
+        workspace
+            .process_stored_chunk_in_vram(&bytes, SampleFormat::U16, 5)
+            .unwrap();
+        assert_eq!(
+            workspace.read_output().unwrap(),
+            [32768.0, 65535.0, 0.0, 1.0, 32767.0],
+            "on {target}"
+        );
+    });
+}
+
+#[test]
+fn stored_and_f32_paths_fill_the_workspace_alike() {
+    for_each_runtime(|target, client| {
+        let mut rng = Rng::new(99);
+        let (channels, samples) = (11, 2003);
+        let (gains, offsets) = random_scaling(channels, &mut rng);
+        let (bytes, values) = stored_values(SampleFormat::I16, channels, samples, &mut rng);
+        let mut workspace = PipelineWorkspace::new(client, channels, samples).unwrap();
+        workspace.set_stored_scaling(&gains, &offsets).unwrap();
+        workspace
+            .process_stored_chunk_owned(bytes, SampleFormat::I16, samples)
+            .unwrap();
+        let from_stored = workspace.read_output().unwrap();
+        // The host path: dspk_core::scale, the definition `read` uses (f64, rounded once).
+        let scaled: Vec<f32> = values
+            .iter()
+            .enumerate()
+            .map(|(i, &x)| dspk_core::scale(x, gains[i / samples], offsets[i / samples]))
+            .collect();
+        workspace
+            .process_chunk_owned(scaled.clone(), samples)
+            .unwrap();
+        let from_f32 = workspace.read_output().unwrap();
+        assert_eq!(from_f32, scaled, "{target}: the f32 path is a plain copy");
+        // The device computes in f32 (gain and offset rounded to f32, one or two roundings):
+        // within 2^-22 of the terms' magnitude of the host's f64-then-round value.
+        check(
+            &format!("{target} stored vs f64"),
+            &from_stored,
+            &values,
+            &gains,
+            &offsets,
+            samples,
+        );
+        let ulps = from_stored
+            .iter()
+            .zip(&from_f32)
+            .map(|(a, b)| (a.to_bits() as i64 - b.to_bits() as i64).unsigned_abs())
+            .max()
+            .unwrap();
+        eprintln!("{target}: stored vs f32 path differ by at most {ulps} ulp");
+    });
+}
+
+#[test]
+fn odd_windows_shorter_than_the_workspace_and_nan_inputs() {
+    for_each_runtime(|target, client| {
+        let mut workspace = PipelineWorkspace::new(client, 3, 100).unwrap();
+        workspace
+            .set_stored_scaling(&[1.0, 2.0, 3.0], &[0.0, 0.5, -1.0])
+            .unwrap();
+        // 3 x 5 int16 = 30 bytes: not a multiple of 4, padded in place.
+        let values: Vec<i16> = (0..15).map(|v| v - 7).collect();
+        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        workspace
+            .process_stored_chunk_owned(bytes, SampleFormat::I16, 5)
+            .unwrap();
+        let expected: Vec<f32> = values
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| f32::from(v) * [1.0, 2.0, 3.0][i / 5] + [0.0, 0.5, -1.0][i / 5])
+            .collect();
+        assert_eq!(workspace.read_output().unwrap(), expected, "on {target}");
+        // NaN in float32 stored values propagates (never a silent finite value).
+        let floats = [1.0f32, f32::NAN, 2.0];
+        let bytes: Vec<u8> = floats.iter().flat_map(|v| v.to_le_bytes()).collect();
+        workspace
+            .process_stored_chunk_in_vram(&bytes, SampleFormat::F32, 1)
+            .unwrap();
+        let out = workspace.read_output().unwrap();
+        assert_eq!(out[0], 1.0);
+        assert!(out[1].is_nan(), "on {target}: NaN became {}", out[1]);
+        assert_eq!(out[2], 5.0);
+    });
+}
+
+#[test]
+fn requests_over_the_limits_are_refused() {
+    let client = ComputeTarget::select(None).unwrap().client().unwrap();
+    let tiny = DeviceLimits {
+        max_values: 1000,
+        max_buffer_bytes: 2000,
+    };
+    // 3 x 400 = 1200 values > 1000.
+    let error = PipelineWorkspace::with_limits(&client, 3, 400, tiny)
+        .err()
+        .unwrap();
+    assert!(
+        matches!(
+            error,
+            Error::OverLimit {
+                requested: 1200,
+                limit: 1000,
+                unit: "values",
+                ..
+            }
+        ),
+        "{error}"
+    );
+    // 3 x 200 = 600 values, 2400 bytes as f32 > 2000.
+    let error = PipelineWorkspace::with_limits(&client, 3, 200, tiny)
+        .err()
+        .unwrap();
+    assert_eq!(
+        error.to_string(),
+        "workspace window needs 2400 bytes, over the limit of 2000 bytes (the device's largest single buffer)"
+    );
+    // The real limits: 2^32 values are refused whatever the device.
+    let error = PipelineWorkspace::new(&client, 65_536, 65_536)
+        .err()
+        .unwrap();
+    assert!(
+        matches!(error, Error::OverLimit { unit: "values", .. }),
+        "{error}"
+    );
+    // A window longer than the workspace, or bytes that disagree with the shape.
+    let mut workspace = PipelineWorkspace::new(&client, 2, 10).unwrap();
+    workspace
+        .set_stored_scaling(&[1.0, 1.0], &[0.0, 0.0])
+        .unwrap();
+    let error = workspace
+        .process_stored_chunk_in_vram(&[0; 44], SampleFormat::I16, 11)
+        .unwrap_err();
+    assert!(
+        matches!(
+            error,
+            Error::WindowTooLong {
+                samples: 11,
+                max_samples: 10
+            }
+        ),
+        "{error}"
+    );
+    let error = workspace
+        .process_stored_chunk_in_vram(&[0; 38], SampleFormat::I16, 10)
+        .unwrap_err();
+    assert!(
+        matches!(
+            error,
+            Error::Shape {
+                expected: 40,
+                actual: 38,
+                ..
+            }
+        ),
+        "{error}"
+    );
+    let error = workspace
+        .set_stored_scaling(&[1.0], &[0.0, 0.0])
+        .unwrap_err();
+    assert!(
+        matches!(error, Error::Shape { what: "gains", .. }),
+        "{error}"
+    );
+    let error = workspace
+        .set_stored_scaling(&[1.0, f64::NAN], &[0.0, 0.0])
+        .unwrap_err();
+    assert!(
+        matches!(error, Error::BadScaling { channel: 1, .. }),
+        "{error}"
+    );
+    let mut fresh = PipelineWorkspace::new(&client, 2, 10).unwrap();
+    let error = fresh
+        .process_stored_chunk_in_vram(&[0; 40], SampleFormat::I16, 10)
+        .unwrap_err();
+    assert!(matches!(error, Error::ScalingNotSet), "{error}");
+}
