@@ -201,6 +201,8 @@ impl<T: WindowElement> WindowLoader<T> {
             .ok()
             .and_then(|n| n.checked_mul(channels.len()))
             .and_then(|n| n.checked_mul(per_sample))
+            // Room to pad a stored window to whole 32-bit words in place before an upload.
+            .and_then(|n| n.checked_next_multiple_of(4))
             .ok_or_else(|| Error::TooLarge {
                 what: "window buffer",
                 detail: format!(

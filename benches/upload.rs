@@ -1,0 +1,250 @@
+//! The device data path, measured: read | upload | unpack | total per window, for the stored
+//! (int16) path and the f32 path, and the pipelined throughput with the loader thread
+//! overlapping the device.
+//!
+//! ```text
+//! DSPK_RUNTIME=cuda cargo bench --features cuda --bench upload -- --windows 200 --reps 30
+//! ```
+//!
+//! Prints one `key=value` line per figure (machine-readable) and a short table.
+
+use std::ops::Range;
+use std::sync::Arc;
+use std::time::Instant;
+
+use dspk::cubecl::bytes::Bytes;
+use dspk::cubecl::future::block_on;
+use dspk::ops::{PipelineWorkspace, unpack_scaled};
+use dspk::test_util::Rng;
+use dspk::{
+    ChannelInfo, ChunkSchedule, ComputeTarget, MemoryRecording, ReadRequest, RecordingInfo,
+    RecordingSource, SampleRate, ScaledOnly, WindowLoader,
+};
+
+struct Args {
+    channels: usize,
+    samples: usize,
+    windows: usize,
+    reps: usize,
+}
+
+fn parse_args() -> Args {
+    let mut args = Args { channels: 384, samples: 60_000, windows: 200, reps: 30 };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().and_then(|v| v.parse().ok()).expect("a number after the flag");
+        match flag.as_str() {
+            "--channels" => args.channels = value(),
+            "--samples" => args.samples = value(),
+            "--windows" => args.windows = value(),
+            "--reps" => args.reps = value(),
+            "--bench" => {} // passed by `cargo bench`
+            other => panic!("unknown argument {other}"),
+        }
+    }
+    args
+}
+
+/// `inner` repeated `times` times end to end: a long recording without holding it in memory.
+/// Reads cost what `inner`'s do (a memcpy from RAM, as from the page cache).
+struct Repeated<S> {
+    inner: S,
+    info: RecordingInfo,
+}
+
+impl<S: RecordingSource> Repeated<S> {
+    fn new(inner: S, times: u64) -> Self {
+        let mut info = inner.info().clone();
+        info.num_samples *= times;
+        Self { inner, info }
+    }
+
+    /// Splits a range of the long recording into ranges of `inner` (at its wrap points).
+    fn pieces(&self, range: Range<u64>) -> Vec<Range<u64>> {
+        let n = self.inner.info().num_samples;
+        let mut pieces = Vec::new();
+        let mut start = range.start;
+        while start < range.end {
+            let local = start % n;
+            let len = (n - local).min(range.end - start);
+            pieces.push(local..local + len);
+            start += len;
+        }
+        pieces
+    }
+
+    fn fill<T: Copy + Default>(
+        &self,
+        request: &ReadRequest<'_>,
+        out: &mut [T],
+        per_sample: usize,
+        read: impl Fn(&[usize], Range<u64>, &mut [T]) -> dspk::Result<()>,
+    ) -> dspk::Result<()> {
+        let total = request.samples_per_channel() * per_sample;
+        let mut done = 0;
+        for piece in self.pieces(request.samples()) {
+            let len = (piece.end - piece.start) as usize * per_sample;
+            for (k, &channel) in request.channels().iter().enumerate() {
+                let out = &mut out[k * total + done..k * total + done + len];
+                read(&[channel], piece.clone(), out)?;
+            }
+            done += len;
+        }
+        Ok(())
+    }
+}
+
+impl<S: RecordingSource> RecordingSource for Repeated<S> {
+    fn info(&self) -> &RecordingInfo {
+        &self.info
+    }
+    fn fill_scaled(&self, request: &ReadRequest<'_>, out: &mut [f32]) -> dspk::Result<()> {
+        self.fill(request, out, 1, |c, r, o| self.inner.read(c, r, o))
+    }
+    fn fill_stored(&self, request: &ReadRequest<'_>, out: &mut [u8]) -> dspk::Result<()> {
+        let size = self.info.stored_format.size();
+        self.fill(request, out, size, |c, r, o| self.inner.read_stored(c, r, o))
+    }
+    fn can_read_stored(&self) -> bool {
+        self.inner.can_read_stored()
+    }
+}
+
+fn median_ms(mut times: Vec<f64>) -> f64 {
+    times.sort_by(f64::total_cmp);
+    times[times.len() / 2] * 1e3
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args = parse_args();
+    let target = ComputeTarget::from_env()?;
+    let client = target.client()?;
+    let device = client.properties().identity.name.clone();
+    let (channels, samples) = (args.channels, args.samples);
+    println!("# upload bench: {target} on {device}, {channels} channels x {samples} samples per window");
+
+    // Four distinct windows of int16 noise with realistic gains, repeated.
+    let mut rng = Rng::new(7);
+    let distinct = 4u64;
+    let stored: Vec<i16> = (0..channels * samples * distinct as usize)
+        .map(|_| (rng.uniform(-1.0, 1.0) * 3000.0) as i16)
+        .collect();
+    let infos: Vec<ChannelInfo> = (0..channels)
+        .map(|c| ChannelInfo::new(format!("AP{c}"), 2.343_75, (c % 3) as f64, "uV"))
+        .collect();
+    let memory = MemoryRecording::from_samples(infos.clone(), SampleRate::from_hz(30_000)?, &stored)?;
+    drop(stored);
+    let gains: Vec<f64> = infos.iter().map(|c| c.gain).collect();
+    let offsets: Vec<f64> = infos.iter().map(|c| c.offset).collect();
+    let source = Arc::new(Repeated::new(memory, (args.windows as u64).div_ceil(distinct)));
+    let all: Vec<usize> = (0..channels).collect();
+    let stored_bytes = channels * samples * 2;
+    let f32_bytes = channels * samples * 4;
+
+    let mut workspace = PipelineWorkspace::new(&client, channels, samples)?;
+    workspace.set_stored_scaling(&gains, &offsets)?;
+    let raw_stored = client.empty(stored_bytes);
+    let raw_f32 = client.empty(f32_bytes);
+    let gains32: Vec<f32> = gains.iter().map(|&g| g as f32).collect();
+    let offsets32: Vec<f32> = offsets.iter().map(|&o| o as f32).collect();
+    let gains_handle = client.create(Bytes::from_elems(gains32));
+    let offsets_handle = client.create(Bytes::from_elems(offsets32));
+    let sync = || block_on(client.sync()).expect("device sync");
+
+    // Sequential, per window: read | upload | unpack | total.
+    let mut stored_buffer = vec![0u8; stored_bytes];
+    let mut f32_buffer = vec![0f32; channels * samples];
+    let mut times: [Vec<f64>; 7] = Default::default();
+    for rep in 0..args.reps + 2 {
+        let w = (rep as u64 % distinct) * samples as u64;
+        let range = w..w + samples as u64;
+        let warm = rep < 2; // first launches compile kernels
+        let t = Instant::now();
+        source.read_stored(&all, range.clone(), &mut stored_buffer)?;
+        let read_stored = t.elapsed().as_secs_f64();
+        let upload_data = stored_buffer.clone();
+        sync();
+        let t = Instant::now();
+        client.write(&raw_stored, Bytes::from_bytes_vec(upload_data));
+        sync();
+        let upload_stored = t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        unpack_scaled(&client, &raw_stored, dspk::SampleFormat::I16, &gains_handle, &offsets_handle, workspace.output(), channels, samples)?;
+        sync();
+        let unpack = t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        let mut window = Vec::with_capacity(stored_bytes);
+        window.resize(stored_bytes, 0);
+        source.read_stored(&all, range.clone(), &mut window)?;
+        workspace.process_stored_chunk_owned(window, dspk::SampleFormat::I16, samples)?;
+        sync();
+        let total_stored = t.elapsed().as_secs_f64();
+
+        let t = Instant::now();
+        source.read(&all, range.clone(), &mut f32_buffer)?;
+        let read_f32 = t.elapsed().as_secs_f64();
+        let upload_data = Bytes::from_elems(f32_buffer.clone());
+        let t = Instant::now();
+        client.write(&raw_f32, upload_data);
+        sync();
+        let upload_f32 = t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        let mut values = vec![0f32; channels * samples];
+        source.read(&all, range, &mut values)?;
+        workspace.process_chunk_owned(values, samples)?;
+        sync();
+        let total_f32 = t.elapsed().as_secs_f64();
+        if !warm {
+            for (slot, value) in times.iter_mut().zip([
+                read_stored, upload_stored, unpack, total_stored, read_f32, upload_f32, total_f32,
+            ]) {
+                slot.push(value);
+            }
+        }
+    }
+    let [read_s, up_s, unpack_s, total_s, read_f, up_f, total_f] = times.map(median_ms);
+    let gbps = |bytes: usize, ms: f64| bytes as f64 / (ms * 1e-3) / 1e9;
+    for (path, read, upload, unpack, total, bytes) in [
+        ("stored", read_s, up_s, unpack_s, total_s, stored_bytes),
+        ("f32", read_f, up_f, 0.0, total_f, f32_bytes),
+    ] {
+        println!(
+            "bench=upload runtime={target} path={path} bytes={bytes} read_ms={read:.3} upload_ms={upload:.3} \
+             unpack_ms={unpack:.3} total_ms={total:.3} upload_gbps={:.2}",
+            gbps(bytes, upload)
+        );
+    }
+    println!("bench=upload runtime={target} stored_over_f32_upload={:.3}", up_s / up_f);
+
+    // Pipelined: the loader reads window i+1 while window i goes up and is unpacked.
+    let schedule = ChunkSchedule::new(args.windows as u64 * samples as u64, samples as u64, 0, 0)?;
+    for path in ["stored", "f32"] {
+        let t = Instant::now();
+        if path == "stored" {
+            for window in WindowLoader::stored(source.clone(), all.clone(), schedule)? {
+                let mut window = window?;
+                let n = window.window().read_len();
+                workspace.process_stored_chunk_owned(window.take_data(), dspk::SampleFormat::I16, n)?;
+            }
+        } else {
+            let scaled_only = Arc::new(ScaledOnly(source.clone()));
+            for window in WindowLoader::scaled(scaled_only, all.clone(), schedule)? {
+                let mut window = window?;
+                let n = window.window().read_len();
+                workspace.process_chunk_owned(window.take_data(), n)?;
+            }
+        }
+        sync();
+        let seconds = t.elapsed().as_secs_f64();
+        let bytes = if path == "stored" { stored_bytes } else { f32_bytes } * args.windows;
+        println!(
+            "bench=upload runtime={target} path={path} pipelined_windows={} seconds={seconds:.3} \
+             windows_per_s={:.1} input_gbps={:.2} int16_equiv_gbps={:.2}",
+            args.windows,
+            args.windows as f64 / seconds,
+            bytes as f64 / seconds / 1e9,
+            (stored_bytes * args.windows) as f64 / seconds / 1e9,
+        );
+    }
+    Ok(())
+}
