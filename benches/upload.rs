@@ -29,10 +29,19 @@ struct Args {
 }
 
 fn parse_args() -> Args {
-    let mut args = Args { channels: 384, samples: 60_000, windows: 200, reps: 30 };
+    let mut args = Args {
+        channels: 384,
+        samples: 60_000,
+        windows: 200,
+        reps: 30,
+    };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
-        let mut value = || it.next().and_then(|v| v.parse().ok()).expect("a number after the flag");
+        let mut value = || {
+            it.next()
+                .and_then(|v| v.parse().ok())
+                .expect("a number after the flag")
+        };
         match flag.as_str() {
             "--channels" => args.channels = value(),
             "--samples" => args.samples = value(),
@@ -103,7 +112,9 @@ impl<S: RecordingSource> RecordingSource for Repeated<S> {
     }
     fn fill_stored(&self, request: &ReadRequest<'_>, out: &mut [u8]) -> dspk::Result<()> {
         let size = self.info.stored_format.size();
-        self.fill(request, out, size, |c, r, o| self.inner.read_stored(c, r, o))
+        self.fill(request, out, size, |c, r, o| {
+            self.inner.read_stored(c, r, o)
+        })
     }
     fn can_read_stored(&self) -> bool {
         self.inner.can_read_stored()
@@ -121,7 +132,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let client = target.client()?;
     let device = client.properties().identity.name.clone();
     let (channels, samples) = (args.channels, args.samples);
-    println!("# upload bench: {target} on {device}, {channels} channels x {samples} samples per window");
+    println!(
+        "# upload bench: {target} on {device}, {channels} channels x {samples} samples per window"
+    );
 
     // Four distinct windows of int16 noise with realistic gains, repeated.
     let mut rng = Rng::new(7);
@@ -132,11 +145,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let infos: Vec<ChannelInfo> = (0..channels)
         .map(|c| ChannelInfo::new(format!("AP{c}"), 2.343_75, (c % 3) as f64, "uV"))
         .collect();
-    let memory = MemoryRecording::from_samples(infos.clone(), SampleRate::from_hz(30_000)?, &stored)?;
+    let memory =
+        MemoryRecording::from_samples(infos.clone(), SampleRate::from_hz(30_000)?, &stored)?;
     drop(stored);
     let gains: Vec<f64> = infos.iter().map(|c| c.gain).collect();
     let offsets: Vec<f64> = infos.iter().map(|c| c.offset).collect();
-    let source = Arc::new(Repeated::new(memory, (args.windows as u64).div_ceil(distinct)));
+    let source = Arc::new(Repeated::new(
+        memory,
+        (args.windows as u64).div_ceil(distinct),
+    ));
     let all: Vec<usize> = (0..channels).collect();
     let stored_bytes = channels * samples * 2;
     let f32_bytes = channels * samples * 4;
@@ -169,12 +186,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         sync();
         let upload_stored = t.elapsed().as_secs_f64();
         let t = Instant::now();
-        unpack_scaled(&client, &raw_stored, dspk::SampleFormat::I16, &gains_handle, &offsets_handle, workspace.output(), channels, samples)?;
+        unpack_scaled(
+            &client,
+            &raw_stored,
+            dspk::SampleFormat::I16,
+            &gains_handle,
+            &offsets_handle,
+            workspace.output(),
+            channels,
+            samples,
+        )?;
         sync();
         let unpack = t.elapsed().as_secs_f64();
         let t = Instant::now();
-        let mut window = Vec::with_capacity(stored_bytes);
-        window.resize(stored_bytes, 0);
+        let mut window = vec![0; stored_bytes];
         source.read_stored(&all, range.clone(), &mut window)?;
         workspace.process_stored_chunk_owned(window, dspk::SampleFormat::I16, samples)?;
         sync();
@@ -196,7 +221,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let total_f32 = t.elapsed().as_secs_f64();
         if !warm {
             for (slot, value) in times.iter_mut().zip([
-                read_stored, upload_stored, unpack, total_stored, read_f32, upload_f32, total_f32,
+                read_stored,
+                upload_stored,
+                unpack,
+                total_stored,
+                read_f32,
+                upload_f32,
+                total_f32,
             ]) {
                 slot.push(value);
             }
@@ -214,7 +245,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             gbps(bytes, upload)
         );
     }
-    println!("bench=upload runtime={target} stored_over_f32_upload={:.3}", up_s / up_f);
+    println!(
+        "bench=upload runtime={target} stored_over_f32_upload={:.3}",
+        up_s / up_f
+    );
 
     // Pipelined: the loader reads window i+1 while window i goes up and is unpacked.
     let schedule = ChunkSchedule::new(args.windows as u64 * samples as u64, samples as u64, 0, 0)?;
@@ -224,7 +258,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             for window in WindowLoader::stored(source.clone(), all.clone(), schedule)? {
                 let mut window = window?;
                 let n = window.window().read_len();
-                workspace.process_stored_chunk_owned(window.take_data(), dspk::SampleFormat::I16, n)?;
+                workspace.process_stored_chunk_owned(
+                    window.take_data(),
+                    dspk::SampleFormat::I16,
+                    n,
+                )?;
             }
         } else {
             let scaled_only = Arc::new(ScaledOnly(source.clone()));
@@ -236,7 +274,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         sync();
         let seconds = t.elapsed().as_secs_f64();
-        let bytes = if path == "stored" { stored_bytes } else { f32_bytes } * args.windows;
+        let bytes = if path == "stored" {
+            stored_bytes
+        } else {
+            f32_bytes
+        } * args.windows;
         println!(
             "bench=upload runtime={target} path={path} pipelined_windows={} seconds={seconds:.3} \
              windows_per_s={:.1} input_gbps={:.2} int16_equiv_gbps={:.2}",

@@ -7,15 +7,16 @@
 //! ```
 //!
 //! The data path is the one every dspk pipeline uses: a `WindowLoader` reads window i+1 on a
-//! background thread while window i is uploaded; windows are read as stored int16 bytes (half
-//! the size of f32) and moved into the upload without a copy, into one device buffer allocated
-//! once. At the end the last window is read back and compared with the source.
+//! background thread while window i is uploaded; windows cross as stored int16 bytes (half the
+//! size of f32), moved into the upload without a copy (from page-locked buffers on CUDA), into
+//! a `PipelineWorkspace` whose device buffers are allocated once; a kernel unpacks and scales
+//! them to f32 microvolts on the device. At the end the last window is read back and compared
+//! with the source's own scaled values.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use dspk::cubecl::bytes::Bytes;
-use dspk::cubecl::future::block_on;
+use dspk::ops::PipelineWorkspace;
 use dspk::{
     ChunkSchedule, ComputeTarget, RecordingSource, SampleRate, SyntheticRecording, WindowLoader,
 };
@@ -42,9 +43,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     )?);
     let format = source.info().stored_format;
 
-    // One device buffer for the largest window, within what the device allows in one buffer.
+    // Windows as long as the device allows in one buffer (the f32 output is the largest).
     let max_buffer = properties.memory.max_page_size;
-    let bytes_per_sample = (CHANNELS * format.size()) as u64;
+    let bytes_per_sample = (CHANNELS * 4) as u64;
     let window = WINDOW
         .min(max_buffer / bytes_per_sample)
         .min(num_samples)
@@ -57,11 +58,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     let schedule = ChunkSchedule::new(num_samples, window, 0, 0)?;
-    let window_bytes = (window * bytes_per_sample) as usize;
-    let device_window = client.empty(window_bytes);
+    let mut workspace = PipelineWorkspace::new(&client, CHANNELS, window as usize)?;
+    let gains: Vec<f64> = source.info().channels.iter().map(|c| c.gain).collect();
+    let offsets: Vec<f64> = source.info().channels.iter().map(|c| c.offset).collect();
+    workspace.set_stored_scaling(&gains, &offsets)?;
 
     let channels = source.info().all_channels();
-    let mut loader = WindowLoader::stored(source.clone(), channels.clone(), schedule)?;
+    let mut loader =
+        WindowLoader::stored_for(source.clone(), channels.clone(), schedule, Some(target))?;
     let bar = progress_bar(schedule.len() as u64, "windows");
     let started = Instant::now();
     let mut waited = Duration::ZERO;
@@ -70,32 +74,32 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     loop {
         let wait = Instant::now();
         let Some(loaded) = loader.next() else { break };
-        let mut loaded = loaded?;
+        let loaded = loaded?;
         waited += wait.elapsed();
         last_read = loaded.window().read();
-        // The owned mode: the loader's buffer itself becomes the upload.
-        let data = loaded.take_data();
-        moved += data.len();
-        let unused = (window_bytes - data.len()) as u64;
-        client.write(
-            &device_window.clone().offset_end(unused),
-            Bytes::from_bytes_vec(data),
-        );
-        drop(loaded);
+        moved += loaded.data().len();
+        let samples = loaded.window().read_len();
+        // The loader's buffer itself becomes the upload, and comes back once copied.
+        workspace.process_stored_upload(loaded.into_upload(), format, samples)?;
         bar.inc(1);
     }
-    block_on(client.sync())?;
+    workspace.sync()?;
     let elapsed = started.elapsed();
     bar.finish_and_clear();
     let stats = loader.stats();
     drop(loader);
 
-    // What is on the device is what the source holds.
+    // What is on the device is what the source holds, scaled (within one f32 rounding: the
+    // device multiplies in f32, the host in f64).
     let last_len = (last_read.end - last_read.start) as usize;
-    let mut expected = vec![0u8; CHANNELS * last_len * format.size()];
-    source.read_stored(&channels, last_read.clone(), &mut expected)?;
-    let on_device = client.read_one(device_window)?;
-    let verified = on_device[..expected.len()] == expected[..];
+    let mut expected = vec![0f32; CHANNELS * last_len];
+    source.read(&channels, last_read.clone(), &mut expected)?;
+    let on_device = workspace.read_output()?;
+    let verified = on_device.len() == expected.len()
+        && on_device
+            .iter()
+            .zip(&expected)
+            .all(|(a, e)| (a - e).abs() <= e.abs() * 2.4e-7);
 
     let seconds_taken = elapsed.as_secs_f64();
     println!(
@@ -105,15 +109,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         human_bytes((moved / format.size() * 4) as f64),
     );
     println!(
-        "time:    {seconds_taken:.3} s -> {} to the device, {:.1}x real time \
+        "time:    {seconds_taken:.3} s -> {} to the device and unpacked, {:.1}x real time \
          (waited {:.3} s for the reader thread)",
         human_rate(moved as f64, seconds_taken),
         seconds as f64 / seconds_taken,
         waited.as_secs_f64()
     );
     println!(
-        "loader:  {} window buffers allocated, at most {} in flight",
-        stats.buffers_allocated, stats.peak_in_flight
+        "loader:  {} window buffers allocated ({} page-locked), at most {} in flight; \
+         {} device buffers",
+        stats.buffers_allocated,
+        stats.buffers_pinned,
+        stats.peak_in_flight,
+        workspace.device_allocations()
     );
     println!(
         "check:   last window read back from the device {}",

@@ -23,10 +23,12 @@
 //! - `cpu`: CubeCL's CPU runtime.
 //! - `test-util`: [`test_util`], helpers for tests (runtime fan-out, conformance suites).
 
+mod buffer;
 mod compute;
 mod error;
 mod loader;
 mod memory;
+mod pinned;
 mod recording;
 mod sample;
 mod time;

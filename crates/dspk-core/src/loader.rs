@@ -11,7 +11,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 
 use crossbeam_channel::{Receiver, Sender, TryRecvError, bounded, select, unbounded};
+use cubecl::bytes::Bytes;
 
+use crate::buffer::{UploadBuffer, WindowBuffer};
+use crate::compute::ComputeTarget;
 use crate::recording::{ReadRequest, RecordingInfo, RecordingSource};
 use crate::window::{ChunkSchedule, HaloWindow};
 use crate::{Error, Result};
@@ -69,17 +72,18 @@ impl WindowElement for u8 {
 }
 
 /// What the caller gives back to the reader thread when it is done with a window.
-enum Returned<T> {
+pub(crate) enum Returned<T> {
     /// The buffer, to be refilled.
-    Buffer(Vec<T>),
+    Buffer(WindowBuffer<T>),
     /// The caller kept the buffer (moved it into an upload); the reader may allocate another.
     Credit,
 }
 
 /// Counts kept by a loader, for tests and reports.
 #[derive(Debug, Default)]
-struct Counters {
+pub(crate) struct Counters {
     allocated: AtomicUsize,
+    pinned: AtomicUsize,
     /// Windows handed to the caller and not yet dropped.
     held: AtomicUsize,
     in_flight: AtomicUsize,
@@ -91,7 +95,7 @@ impl Counters {
         let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
         self.peak_in_flight.fetch_max(now, Ordering::SeqCst);
     }
-    fn release(&self) {
+    pub(crate) fn release(&self) {
         self.in_flight.fetch_sub(1, Ordering::SeqCst);
     }
 }
@@ -104,6 +108,9 @@ pub struct LoaderStats {
     pub buffers_allocated: usize,
     /// The most window buffers alive at once between the reader and the caller (at most 2).
     pub peak_in_flight: usize,
+    /// Window buffers that were page-locked for direct uploads (see
+    /// [`WindowLoader::stored_for`]).
+    pub buffers_pinned: usize,
 }
 
 /// Reads the windows of a [`ChunkSchedule`] from a [`RecordingSource`] on a background thread,
@@ -145,7 +152,7 @@ pub struct WindowLoader<T: WindowElement> {
     len: usize,
     next: usize,
     done: bool,
-    filled: Receiver<Result<(HaloWindow, Vec<T>)>>,
+    filled: Receiver<Result<(HaloWindow, WindowBuffer<T>)>>,
     returned: Sender<Returned<T>>,
     counters: Arc<Counters>,
     // Dropping this tells the reader thread to stop.
@@ -164,7 +171,7 @@ impl WindowLoader<f32> {
     where
         S: RecordingSource + ?Sized + 'static,
     {
-        Self::start(source, channels, schedule)
+        Self::start(source, channels, schedule, false)
     }
 }
 
@@ -179,17 +186,44 @@ impl WindowLoader<u8> {
     where
         S: RecordingSource + ?Sized + 'static,
     {
+        Self::stored_for(source, channels, schedule, None)
+    }
+
+    /// As [`stored`](Self::stored), with buffers prepared for uploads to `target`'s device:
+    /// on CUDA the two buffers are page-locked once, so [`LoadedWindow::into_upload`] hands
+    /// the device memory it can copy from directly at bus speed. Elsewhere (or if the driver
+    /// refuses) the buffers are ordinary memory and everything works the same, more slowly.
+    /// [`LoaderStats::buffers_pinned`] says what happened.
+    ///
+    /// # Errors
+    ///
+    /// As [`stored`](Self::stored).
+    pub fn stored_for<S>(
+        source: Arc<S>,
+        channels: Vec<usize>,
+        schedule: ChunkSchedule,
+        target: Option<ComputeTarget>,
+    ) -> Result<Self>
+    where
+        S: RecordingSource + ?Sized + 'static,
+    {
         if !source.can_read_stored() {
             return Err(Error::Unsupported {
                 source_name: std::any::type_name::<S>(),
             });
         }
-        Self::start(source, channels, schedule)
+        let pin = target == Some(ComputeTarget::Cuda);
+        Self::start(source, channels, schedule, pin)
     }
 }
 
 impl<T: WindowElement> WindowLoader<T> {
-    fn start<S>(source: Arc<S>, channels: Vec<usize>, schedule: ChunkSchedule) -> Result<Self>
+    fn start<S>(
+        source: Arc<S>,
+        channels: Vec<usize>,
+        schedule: ChunkSchedule,
+        pin: bool,
+    ) -> Result<Self>
     where
         S: RecordingSource + ?Sized + 'static,
     {
@@ -222,6 +256,7 @@ impl<T: WindowElement> WindowLoader<T> {
             schedule,
             per_sample,
             capacity,
+            pin,
             permits: CIRCULATING_BUFFERS,
             filled: filled_tx,
             returned: returned_rx,
@@ -260,6 +295,7 @@ impl<T: WindowElement> WindowLoader<T> {
         LoaderStats {
             buffers_allocated: self.counters.allocated.load(Ordering::SeqCst),
             peak_in_flight: self.counters.peak_in_flight.load(Ordering::SeqCst),
+            buffers_pinned: self.counters.pinned.load(Ordering::SeqCst),
         }
     }
 }
@@ -317,18 +353,23 @@ impl<T: WindowElement> Drop for WindowLoader<T> {
 /// Dropping it gives the buffer back to the reader thread.
 pub struct LoadedWindow<T: WindowElement> {
     window: HaloWindow,
-    data: Option<Vec<T>>,
+    /// `None` once taken ([`LoadedWindow::take_data`]) or handed to an upload.
+    data: Option<WindowBuffer<T>>,
+    /// Whether dropping the window releases its place in flight (not when an upload buffer
+    /// took that over).
+    releases: bool,
     returned: Sender<Returned<T>>,
     counters: Arc<Counters>,
 }
 
 impl<T: WindowElement> LoadedWindow<T> {
     /// A window handed to the caller of `loader`, counted as held until dropped.
-    fn new(window: HaloWindow, data: Vec<T>, loader: &WindowLoader<T>) -> Self {
+    fn new(window: HaloWindow, data: WindowBuffer<T>, loader: &WindowLoader<T>) -> Self {
         loader.counters.held.fetch_add(1, Ordering::SeqCst);
         Self {
             window,
             data: Some(data),
+            releases: true,
             returned: loader.returned.clone(),
             counters: Arc::clone(&loader.counters),
         }
@@ -344,28 +385,59 @@ impl<T: WindowElement> LoadedWindow<T> {
     /// Empty after [`take_data`](Self::take_data).
     #[must_use]
     pub fn data(&self) -> &[T] {
-        self.data.as_deref().unwrap_or(&[])
+        self.data.as_ref().map_or(&[], WindowBuffer::data)
     }
 
     /// The window's samples, writable (e.g. to pad before an upload).
     #[must_use]
     pub fn data_mut(&mut self) -> &mut [T] {
-        self.data.as_deref_mut().unwrap_or(&mut [])
+        self.data.as_mut().map_or(&mut [], WindowBuffer::data_mut)
     }
 
-    /// Moves the buffer out (the owned mode): for handing it to an upload without a copy.
+    /// Moves the buffer out as a plain vector (the owned mode), to keep or to hand to an API
+    /// that takes a `Vec`.
     ///
     /// The window keeps its place among the two in flight until it is dropped, so drop it once
     /// the buffer has been handed on; the reader then allocates a fresh buffer for the next
-    /// window instead of recycling this one. A second call returns an empty vector.
+    /// window instead of recycling this one. A page-locked buffer is unlocked first. A second
+    /// call returns an empty vector. For device uploads prefer
+    /// [`into_upload`](LoadedWindow::into_upload), which recycles the buffer.
     pub fn take_data(&mut self) -> Vec<T> {
-        self.data.take().unwrap_or_default()
+        self.data
+            .take()
+            .map(WindowBuffer::into_vec)
+            .unwrap_or_default()
+    }
+}
+
+impl LoadedWindow<u8> {
+    /// The window's stored bytes as a CubeCL upload buffer, without a copy, zero-padded to
+    /// whole 32-bit words (in place: loader buffers have the room). When the runtime is done
+    /// copying it to the device it drops the bytes and the buffer goes back to the reader
+    /// thread, which refills it: no allocation per window, and on CUDA with
+    /// [`WindowLoader::stored_for`] a direct copy from page-locked memory.
+    ///
+    /// The buffer stays one of the two in flight until the runtime drops it, so the reader
+    /// waits for the device rather than allocating more memory.
+    #[must_use]
+    pub fn into_upload(mut self) -> Bytes {
+        let mut buffer = self
+            .data
+            .take()
+            .unwrap_or_else(|| WindowBuffer::new(0, false));
+        let padded = buffer.data().len().next_multiple_of(4);
+        buffer.resize(padded);
+        self.releases = false;
+        UploadBuffer::into_bytes(buffer, self.returned.clone(), Arc::clone(&self.counters))
     }
 }
 
 impl<T: WindowElement> Drop for LoadedWindow<T> {
     fn drop(&mut self) {
         self.counters.held.fetch_sub(1, Ordering::SeqCst);
+        if !self.releases {
+            return;
+        }
         self.counters.release();
         let message = self.data.take().map_or(Returned::Credit, Returned::Buffer);
         // The reader may have finished or stopped; then the buffer is simply freed.
@@ -380,9 +452,11 @@ struct Reader<S: RecordingSource + ?Sized, T> {
     schedule: ChunkSchedule,
     per_sample: usize,
     capacity: usize,
+    /// Whether to page-lock the buffers.
+    pin: bool,
     /// Fresh buffers the reader may still allocate.
     permits: usize,
-    filled: Sender<Result<(HaloWindow, Vec<T>)>>,
+    filled: Sender<Result<(HaloWindow, WindowBuffer<T>)>>,
     returned: Receiver<Returned<T>>,
     stop: Receiver<()>,
     counters: Arc<Counters>,
@@ -399,11 +473,8 @@ impl<S: RecordingSource + ?Sized, T: WindowElement> Reader<S, T> {
                 return;
             };
             self.counters.acquire();
-            buffer.resize(
-                self.channels.len() * window.read_len() * self.per_sample,
-                T::default(),
-            );
-            let result = T::fill(&*self.source, &self.channels, &window, &mut buffer);
+            buffer.resize(self.channels.len() * window.read_len() * self.per_sample);
+            let result = T::fill(&*self.source, &self.channels, &window, buffer.data_mut());
             let failed = result.is_err();
             let message = result.map(|()| (window, buffer));
             if failed {
@@ -416,7 +487,7 @@ impl<S: RecordingSource + ?Sized, T: WindowElement> Reader<S, T> {
     }
 
     /// A buffer to fill: a returned one, or a fresh one while permits last; `None` on stop.
-    fn acquire(&mut self) -> Option<Vec<T>> {
+    fn acquire(&mut self) -> Option<WindowBuffer<T>> {
         loop {
             let message = if self.permits > 0 {
                 match self.returned.try_recv() {
@@ -436,7 +507,11 @@ impl<S: RecordingSource + ?Sized, T: WindowElement> Reader<S, T> {
                 None => {
                     self.permits -= 1;
                     self.counters.allocated.fetch_add(1, Ordering::SeqCst);
-                    return Some(Vec::with_capacity(self.capacity));
+                    let buffer = WindowBuffer::new(self.capacity, self.pin);
+                    if buffer.is_pinned() {
+                        self.counters.pinned.fetch_add(1, Ordering::SeqCst);
+                    }
+                    return Some(buffer);
                 }
             }
         }

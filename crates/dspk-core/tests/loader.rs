@@ -15,7 +15,8 @@ struct CountingAllocator;
 
 const WINDOW_CHANNELS: usize = 3;
 const WINDOW_SAMPLES: u64 = 1201;
-const WINDOW_BYTES: usize = WINDOW_CHANNELS * WINDOW_SAMPLES as usize * 2;
+/// One window of int16, rounded up to whole 32-bit words (room to pad before an upload).
+const WINDOW_BYTES: usize = (WINDOW_CHANNELS * WINDOW_SAMPLES as usize * 2).next_multiple_of(4);
 static LIVE_WINDOWS: AtomicUsize = AtomicUsize::new(0);
 static PEAK_WINDOWS: AtomicUsize = AtomicUsize::new(0);
 static TRACK: AtomicUsize = AtomicUsize::new(0);

@@ -196,28 +196,53 @@ impl PipelineWorkspace {
     /// Uploads a window of stored values moved in by value (no host copy) and unpacks it into
     /// [`output`](Self::output). A byte length that is not a multiple of 4 (an odd number of
     /// 16-bit values) is padded with zeros in place, within the vector's capacity when it has
-    /// room (the window loader's buffers do).
+    /// room.
     ///
     /// # Errors
     ///
-    /// [`Error::ScalingNotSet`] before [`set_stored_scaling`](Self::set_stored_scaling),
-    /// [`Error::WindowTooLong`], [`Error::Shape`] when the byte length is not
-    /// `channels * samples * format.size()`, [`Error::OverLimit`] for a stored buffer over the
-    /// device's limits.
+    /// As [`process_stored_upload`](Self::process_stored_upload).
     pub fn process_stored_chunk_owned(
         &mut self,
         mut stored: Vec<u8>,
         format: SampleFormat,
         samples: usize,
     ) -> Result<()> {
+        // Check before padding, so padding never makes a wrong length look right.
         self.check_window(samples, stored.len(), format.size(), "stored window")?;
+        stored.resize(stored.len().next_multiple_of(4), 0);
+        self.process_stored_upload(Bytes::from_bytes_vec(stored), format, samples)
+    }
+
+    /// Uploads a window of stored values given as CubeCL [`Bytes`] (for example from
+    /// [`LoadedWindow::into_upload`](dspk_core::LoadedWindow::into_upload), which recycles
+    /// the loader's page-locked buffers) and unpacks it into [`output`](Self::output). The
+    /// length is `channels * samples * format.size()` bytes, or that rounded up to a multiple
+    /// of 4 with zero padding.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ScalingNotSet`] before [`set_stored_scaling`](Self::set_stored_scaling),
+    /// [`Error::WindowTooLong`], [`Error::Shape`] for a length that disagrees with the window,
+    /// [`Error::OverLimit`] for a stored buffer over the device's limits.
+    pub fn process_stored_upload(
+        &mut self,
+        stored: Bytes,
+        format: SampleFormat,
+        samples: usize,
+    ) -> Result<()> {
+        let unpadded = self.channels * samples.min(self.max_samples) * format.size();
+        let len = if stored.len() == unpadded.next_multiple_of(4) {
+            unpadded
+        } else {
+            stored.len()
+        };
+        self.check_window(samples, len, format.size(), "stored window")?;
         let Some((gains, offsets)) = self.scaling.clone() else {
             return Err(Error::ScalingNotSet);
         };
         let handle = self.stored_buffer(format)?;
-        stored.resize(stored.len().next_multiple_of(4), 0);
         if !stored.is_empty() {
-            self.write(&handle, Bytes::from_bytes_vec(stored));
+            self.write(&handle, stored);
         }
         unpack_scaled(
             &self.client,
@@ -230,7 +255,7 @@ impl PipelineWorkspace {
             samples,
         )?;
         self.samples = samples;
-        Ok(())
+        self.flush()
     }
 
     /// Uploads a window of scaled `f32` values (`channels * samples`, channel-major) into
@@ -256,7 +281,7 @@ impl PipelineWorkspace {
             self.write(&self.output, Bytes::from_elems(values));
         }
         self.samples = samples;
-        Ok(())
+        self.flush()
     }
 
     /// Reads the current window's scaled values back to the host (waits for the device).
@@ -281,6 +306,17 @@ impl PipelineWorkspace {
     /// [`Error::Device`] if the device reports an error.
     pub fn sync(&self) -> Result<()> {
         block_on(self.client.sync()).map_err(|e| Error::Device(format!("{e:?}")))
+    }
+
+    /// Hands the queued work to the device now, without waiting for it. Runtimes batch work
+    /// and keep upload buffers until they flush; the window loader's buffers return to it only
+    /// when released, so without this the loader could wait for a buffer the runtime holds
+    /// until a sync that never comes. (On CUDA the flush also waits for the previous flush's
+    /// copies, which bounds the uploads in flight.)
+    fn flush(&self) -> Result<()> {
+        self.client
+            .flush()
+            .map_err(|e| Error::Device(format!("{e:?}")))
     }
 
     /// Checks a window of `samples` per channel given as `len` elements of `per_sample` each.
@@ -312,10 +348,10 @@ impl PipelineWorkspace {
     /// The stored-bytes buffer for `format`, allocated on first use (and again only when a
     /// wider format than before arrives).
     fn stored_buffer(&mut self, format: SampleFormat) -> Result<Handle> {
-        if let Some((current, handle)) = &self.stored {
-            if current.size() >= format.size() {
-                return Ok(handle.clone());
-            }
+        if let Some((current, handle)) = &self.stored
+            && current.size() >= format.size()
+        {
+            return Ok(handle.clone());
         }
         let values = self.channels as u64 * self.max_samples as u64;
         self.limits

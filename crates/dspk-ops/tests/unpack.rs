@@ -305,3 +305,110 @@ fn requests_over_the_limits_are_refused() {
         .unwrap_err();
     assert!(matches!(error, Error::ScalingNotSet), "{error}");
 }
+
+#[test]
+fn loader_upload_buffers_go_straight_to_the_device_and_come_back() {
+    use std::sync::Arc;
+
+    use dspk_core::{ChunkSchedule, RecordingSource, SampleRate, SyntheticRecording, WindowLoader};
+
+    for_each_runtime(|target, client| {
+        let (channels, samples) = (5, 20_001u64);
+        let source = Arc::new(
+            SyntheticRecording::new(channels, samples, SampleRate::from_hz(30_000).unwrap(), 9)
+                .unwrap(),
+        );
+        let gains: Vec<f64> = source.info().channels.iter().map(|c| c.gain).collect();
+        let offsets: Vec<f64> = source.info().channels.iter().map(|c| c.offset).collect();
+        // Odd window lengths, so stored windows need padding to whole words.
+        let schedule = ChunkSchedule::new(samples, 1_999, 0, 0).unwrap();
+        let mut workspace = PipelineWorkspace::new(client, channels, 1_999).unwrap();
+        workspace.set_stored_scaling(&gains, &offsets).unwrap();
+        let all = source.info().all_channels();
+        let mut loader =
+            WindowLoader::stored_for(source.clone(), all.clone(), schedule, Some(target)).unwrap();
+        for window in &mut loader {
+            let window = window.unwrap();
+            let range = window.window().read();
+            let n = window.window().read_len();
+            workspace
+                .process_stored_upload(window.into_upload(), SampleFormat::I16, n)
+                .unwrap();
+            let mut expected = vec![0f32; channels * n];
+            source.read(&all, range, &mut expected).unwrap();
+            // One f32 rounding of stored * gain (offsets are zero here).
+            let actual = workspace.read_output().unwrap();
+            for (i, (a, e)) in actual.iter().zip(&expected).enumerate() {
+                assert!(
+                    (a - e).abs() <= e.abs() * 2.4e-7,
+                    "on {target}: value {i}: {a} vs {e}"
+                );
+            }
+        }
+        let stats = loader.stats();
+        assert_eq!(
+            stats.buffers_allocated, 2,
+            "on {target}: buffers recycled through uploads: {stats:?}"
+        );
+        assert!(stats.peak_in_flight <= 2, "{stats:?}");
+        if target != ComputeTarget::Cuda {
+            assert_eq!(stats.buffers_pinned, 0);
+        }
+        eprintln!("{target}: {stats:?}");
+    });
+}
+
+/// Windows streamed from the loader into the workspace without any read-back or sync in the
+/// loop: the runtime must give the upload buffers back by itself (a hang here is a deadlock
+/// between the loader waiting for a buffer and the runtime holding it).
+#[test]
+fn streaming_without_syncs_never_starves_the_loader() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use dspk_core::{ChunkSchedule, SampleRate, SyntheticRecording, WindowLoader};
+
+    static DONE: AtomicBool = AtomicBool::new(false);
+    std::thread::spawn(|| {
+        std::thread::sleep(std::time::Duration::from_secs(120));
+        if !DONE.load(Ordering::SeqCst) {
+            eprintln!("streaming_without_syncs_never_starves_the_loader: stuck for 120 s");
+            std::process::exit(1);
+        }
+    });
+    for_each_runtime(|target, client| {
+        let (channels, window) = (8, 3_001u64);
+        let samples = 200 * window;
+        let source = Arc::new(
+            SyntheticRecording::new(channels, samples, SampleRate::from_hz(30_000).unwrap(), 1)
+                .unwrap(),
+        );
+        let schedule = ChunkSchedule::new(samples, window, 0, 0).unwrap();
+        let mut workspace = PipelineWorkspace::new(client, channels, window as usize).unwrap();
+        workspace.set_stored_scaling(&[1.0; 8], &[0.0; 8]).unwrap();
+        let all: Vec<usize> = (0..channels).collect();
+        let mut loader =
+            WindowLoader::stored_for(source.clone(), all.clone(), schedule, Some(target)).unwrap();
+        let mut count = 0;
+        for loaded in &mut loader {
+            let loaded = loaded.unwrap();
+            let n = loaded.window().read_len();
+            workspace
+                .process_stored_upload(loaded.into_upload(), SampleFormat::I16, n)
+                .unwrap();
+            count += 1;
+        }
+        workspace.sync().unwrap();
+        assert_eq!(count, 200, "on {target}");
+        assert_eq!(loader.stats().buffers_allocated, 2, "on {target}");
+        // The last window arrived intact.
+        let last = schedule.window(199).unwrap().read();
+        let expected: Vec<f32> = all
+            .iter()
+            .flat_map(|&c| last.clone().map(move |s| (c, s)))
+            .map(|(c, s)| f32::from(source.stored_value(c, s)))
+            .collect();
+        assert_eq!(workspace.read_output().unwrap(), expected, "on {target}");
+    });
+    DONE.store(true, Ordering::SeqCst);
+}

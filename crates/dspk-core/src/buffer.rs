@@ -1,0 +1,149 @@
+//! The window buffers that circulate between the loader's reader thread and its caller, and
+//! the upload wrapper that sends one back when the device runtime is done with it.
+
+use std::mem::MaybeUninit;
+
+use crossbeam_channel::Sender;
+use cubecl::bytes::{AccessError, AccessPolicy, AllocationController, AllocationProperty, Bytes};
+
+use crate::loader::{Counters, Returned};
+use crate::pinned;
+
+/// A window buffer: a vector allocated once with its full capacity (it never grows past it, so
+/// it never moves), page-locked for its whole life when the loader pins.
+pub(crate) struct WindowBuffer<T> {
+    data: Vec<T>,
+    pinned: bool,
+}
+
+impl<T> WindowBuffer<T> {
+    /// An empty buffer with room for `capacity` elements, page-locked if `pin` and the runtime
+    /// can.
+    pub(crate) fn new(capacity: usize, pin: bool) -> Self {
+        let mut data: Vec<T> = Vec::with_capacity(capacity);
+        let bytes = data.capacity() * size_of::<T>();
+        // SAFETY: the allocation of `bytes` bytes stays put until `unpin` runs in `Drop` or
+        // `into_vec`: the buffer is only ever resized within its capacity.
+        let pinned = pin && bytes > 0 && unsafe { pinned::pin(data.as_mut_ptr().cast(), bytes) };
+        Self { data, pinned }
+    }
+
+    /// Whether the buffer is page-locked.
+    pub(crate) fn is_pinned(&self) -> bool {
+        self.pinned
+    }
+
+    /// The contents.
+    pub(crate) fn data(&self) -> &[T] {
+        &self.data
+    }
+
+    /// The contents, writable.
+    pub(crate) fn data_mut(&mut self) -> &mut [T] {
+        &mut self.data
+    }
+
+    /// Sets the length to `len` (new elements default), which must be within the capacity.
+    pub(crate) fn resize(&mut self, len: usize)
+    where
+        T: Copy + Default,
+    {
+        assert!(len <= self.data.capacity(), "window buffer would move");
+        self.data.resize(len, T::default());
+    }
+
+    /// The vector, no longer page-locked, for the caller to keep.
+    pub(crate) fn into_vec(mut self) -> Vec<T> {
+        self.unpin();
+        std::mem::take(&mut self.data)
+    }
+
+    fn unpin(&mut self) {
+        if self.pinned {
+            self.pinned = false;
+            // SAFETY: registered in `new` at this address, which has not changed.
+            unsafe { pinned::unpin(self.data.as_mut_ptr().cast()) };
+        }
+    }
+}
+
+impl<T> Drop for WindowBuffer<T> {
+    fn drop(&mut self) {
+        self.unpin();
+    }
+}
+
+/// A stored window handed to a device upload as [`Bytes`] without a copy. CubeCL drops it once
+/// the copy to the device is done; the buffer then goes back to the reader thread to be
+/// refilled. Page-locked buffers say so ([`AllocationProperty::Pinned`]), and the CUDA runtime
+/// then copies from them directly instead of through its own staging.
+pub(crate) struct UploadBuffer {
+    buffer: Option<WindowBuffer<u8>>,
+    returned: Sender<Returned<u8>>,
+    counters: std::sync::Arc<Counters>,
+}
+
+impl UploadBuffer {
+    /// `buffer` as upload bytes (its current length), returned through `returned` when
+    /// dropped.
+    pub(crate) fn into_bytes(
+        buffer: WindowBuffer<u8>,
+        returned: Sender<Returned<u8>>,
+        counters: std::sync::Arc<Counters>,
+    ) -> Bytes {
+        let len = buffer.data().len();
+        let controller = Self {
+            buffer: Some(buffer),
+            returned,
+            counters,
+        };
+        // SAFETY: the controller's memory is the buffer's `len` initialised bytes.
+        unsafe { Bytes::from_controller(Box::new(controller), len) }
+    }
+
+    fn buffer(&self) -> &WindowBuffer<u8> {
+        self.buffer.as_ref().expect("present until drop")
+    }
+}
+
+impl AllocationController for UploadBuffer {
+    fn alloc_align(&self) -> usize {
+        // The alignment the allocation happens to have (large ones are page-aligned).
+        let address = self.buffer().data().as_ptr() as usize;
+        1 << address.trailing_zeros().min(12)
+    }
+
+    fn property(&self) -> AllocationProperty {
+        if self.buffer().is_pinned() {
+            AllocationProperty::Pinned
+        } else {
+            AllocationProperty::Native
+        }
+    }
+
+    unsafe fn memory_mut(
+        &mut self,
+        _policy: AccessPolicy,
+    ) -> Result<&mut [MaybeUninit<u8>], AccessError> {
+        let data = self.buffer.as_mut().expect("present until drop").data_mut();
+        // SAFETY: initialised bytes viewed as possibly-uninitialised ones; the trait's
+        // contract forbids writing uninitialised values through the view.
+        Ok(unsafe { &mut *(std::ptr::from_mut(data) as *mut [MaybeUninit<u8>]) })
+    }
+
+    fn memory(&self, _policy: AccessPolicy) -> Result<&[MaybeUninit<u8>], AccessError> {
+        let data = self.buffer().data();
+        // SAFETY: initialised bytes viewed as possibly-uninitialised ones (same layout).
+        Ok(unsafe { &*(std::ptr::from_ref(data) as *const [MaybeUninit<u8>]) })
+    }
+}
+
+impl Drop for UploadBuffer {
+    fn drop(&mut self) {
+        self.counters.release();
+        if let Some(buffer) = self.buffer.take() {
+            // The loader may be gone; then the buffer is simply freed (and unpinned).
+            let _ = self.returned.send(Returned::Buffer(buffer));
+        }
+    }
+}
