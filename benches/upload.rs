@@ -12,13 +12,14 @@ use std::ops::Range;
 use std::sync::Arc;
 use std::time::Instant;
 
+use dspk::SampleFormat::I16;
 use dspk::cubecl::bytes::Bytes;
 use dspk::cubecl::future::block_on;
 use dspk::ops::{PipelineWorkspace, unpack_scaled};
 use dspk::test_util::Rng;
 use dspk::{
-    ChannelInfo, ChunkSchedule, ComputeTarget, MemoryRecording, ReadRequest, RecordingInfo,
-    RecordingSource, SampleRate, ScaledOnly, WindowLoader,
+    ChannelInfo, ChunkSchedule, ComputeTarget, LoaderStats, MemoryRecording, ReadRequest,
+    RecordingInfo, RecordingSource, SampleRate, WindowElement, WindowLoader,
 };
 
 struct Args {
@@ -121,6 +122,40 @@ impl<S: RecordingSource> RecordingSource for Repeated<S> {
     }
 }
 
+/// What streaming a loader's windows into uploads took: per window, the seconds spent waiting
+/// for the reader and in the upload call (with a device sync after each when one is given).
+struct Drive {
+    waiting: Vec<f64>,
+    uploading: Vec<f64>,
+    stats: LoaderStats,
+}
+
+fn drive<T: WindowElement>(
+    mut loader: WindowLoader<T>,
+    mut upload: impl FnMut(Bytes, usize) -> dspk::ops::Result<()>,
+    sync_each: Option<&dyn Fn()>,
+) -> Result<Drive, Box<dyn std::error::Error>> {
+    let (mut waiting, mut uploading) = (Vec::new(), Vec::new());
+    loop {
+        let t = Instant::now();
+        let Some(window) = loader.next() else { break };
+        let window = window?;
+        waiting.push(t.elapsed().as_secs_f64());
+        let samples = window.window().read_len();
+        let t = Instant::now();
+        upload(window.into_upload(), samples)?;
+        if let Some(sync) = sync_each {
+            sync();
+        }
+        uploading.push(t.elapsed().as_secs_f64());
+    }
+    Ok(Drive {
+        waiting,
+        uploading,
+        stats: loader.stats(),
+    })
+}
+
 fn median_ms(mut times: Vec<f64>) -> f64 {
     times.sort_by(f64::total_cmp);
     times[times.len() / 2] * 1e3
@@ -189,7 +224,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         unpack_scaled(
             &client,
             &raw_stored,
-            dspk::SampleFormat::I16,
+            I16,
             &gains_handle,
             &offsets_handle,
             workspace.output(),
@@ -201,7 +236,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let t = Instant::now();
         let mut window = vec![0; stored_bytes];
         source.read_stored(&all, range.clone(), &mut window)?;
-        workspace.process_stored_chunk_owned(window, dspk::SampleFormat::I16, samples)?;
+        workspace.process_stored_chunk_owned(window, I16, samples)?;
         sync();
         let total_stored = t.elapsed().as_secs_f64();
 
@@ -250,28 +285,78 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         up_s / up_f
     );
 
-    // Pipelined: the loader reads window i+1 while window i goes up and is unpacked.
+    // Sequential again, from the loader's own buffers (page-locked on CUDA) handed to the
+    // upload without a copy: upload (+ unpack) per window, synced after each.
+    let sequential = ChunkSchedule::new(
+        (args.reps + 2) as u64 * samples as u64,
+        samples as u64,
+        0,
+        0,
+    )?;
+    let sync_each: &dyn Fn() = &sync;
+    for path in ["stored", "f32"] {
+        let run = if path == "stored" {
+            let loader =
+                WindowLoader::stored_for(source.clone(), all.clone(), sequential, Some(target))?;
+            drive(
+                loader,
+                |b, n| workspace.process_stored_upload(b, I16, n),
+                Some(sync_each),
+            )?
+        } else {
+            let loader =
+                WindowLoader::scaled_for(source.clone(), all.clone(), sequential, Some(target))?;
+            drive(
+                loader,
+                |b, n| workspace.process_chunk_upload(b, n),
+                Some(sync_each),
+            )?
+        };
+        // The first two windows warm up (kernel compilation, page-locking).
+        let ms = median_ms(run.uploading[2..].to_vec());
+        let bytes = if path == "stored" {
+            stored_bytes
+        } else {
+            f32_bytes
+        };
+        println!(
+            "bench=upload runtime={target} path={path}_loader_buffers pinned_buffers={} \
+             upload_and_unpack_ms={ms:.3} upload_gbps={:.2}",
+            run.stats.buffers_pinned,
+            gbps(bytes, ms)
+        );
+    }
+
+    // The loader alone: how fast the reader thread delivers windows (the host side's floor).
     let schedule = ChunkSchedule::new(args.windows as u64 * samples as u64, samples as u64, 0, 0)?;
+    let t = Instant::now();
+    for window in WindowLoader::stored(source.clone(), all.clone(), schedule)? {
+        drop(window?);
+    }
+    let seconds = t.elapsed().as_secs_f64();
+    println!(
+        "bench=upload runtime={target} path=loader_only windows={} windows_per_s={:.1} read_gbps={:.2}",
+        args.windows,
+        args.windows as f64 / seconds,
+        (stored_bytes * args.windows) as f64 / seconds / 1e9
+    );
+
+    // Pipelined: the loader reads window i+1 while window i goes up and is unpacked.
     for path in ["stored", "f32"] {
         let t = Instant::now();
-        if path == "stored" {
-            for window in WindowLoader::stored(source.clone(), all.clone(), schedule)? {
-                let mut window = window?;
-                let n = window.window().read_len();
-                workspace.process_stored_chunk_owned(
-                    window.take_data(),
-                    dspk::SampleFormat::I16,
-                    n,
-                )?;
-            }
+        let run = if path == "stored" {
+            let loader =
+                WindowLoader::stored_for(source.clone(), all.clone(), schedule, Some(target))?;
+            drive(
+                loader,
+                |b, n| workspace.process_stored_upload(b, I16, n),
+                None,
+            )?
         } else {
-            let scaled_only = Arc::new(ScaledOnly(source.clone()));
-            for window in WindowLoader::scaled(scaled_only, all.clone(), schedule)? {
-                let mut window = window?;
-                let n = window.window().read_len();
-                workspace.process_chunk_owned(window.take_data(), n)?;
-            }
-        }
+            let loader =
+                WindowLoader::scaled_for(source.clone(), all.clone(), schedule, Some(target))?;
+            drive(loader, |b, n| workspace.process_chunk_upload(b, n), None)?
+        };
         sync();
         let seconds = t.elapsed().as_secs_f64();
         let bytes = if path == "stored" {
@@ -281,11 +366,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         } * args.windows;
         println!(
             "bench=upload runtime={target} path={path} pipelined_windows={} seconds={seconds:.3} \
-             windows_per_s={:.1} input_gbps={:.2} int16_equiv_gbps={:.2}",
+             windows_per_s={:.1} input_gbps={:.2} int16_equiv_gbps={:.2} \
+             waiting_for_reader_s={:.3} in_upload_calls_s={:.3} buffers_allocated={} pinned={}",
             args.windows,
             args.windows as f64 / seconds,
             bytes as f64 / seconds / 1e9,
             (stored_bytes * args.windows) as f64 / seconds / 1e9,
+            run.waiting.iter().sum::<f64>(),
+            run.uploading.iter().sum::<f64>(),
+            run.stats.buffers_allocated,
+            run.stats.buffers_pinned,
         );
     }
     Ok(())

@@ -6,7 +6,7 @@ use std::mem::MaybeUninit;
 use crossbeam_channel::Sender;
 use cubecl::bytes::{AccessError, AccessPolicy, AllocationController, AllocationProperty, Bytes};
 
-use crate::loader::{Counters, Returned};
+use crate::loader::{Counters, Returned, WindowElement};
 use crate::pinned;
 
 /// A window buffer: a vector allocated once with its full capacity (it never grows past it, so
@@ -73,25 +73,25 @@ impl<T> Drop for WindowBuffer<T> {
     }
 }
 
-/// A stored window handed to a device upload as [`Bytes`] without a copy. CubeCL drops it once
-/// the copy to the device is done; the buffer then goes back to the reader thread to be
-/// refilled. Page-locked buffers say so ([`AllocationProperty::Pinned`]), and the CUDA runtime
-/// then copies from them directly instead of through its own staging.
-pub(crate) struct UploadBuffer {
-    buffer: Option<WindowBuffer<u8>>,
-    returned: Sender<Returned<u8>>,
+/// A window handed to a device upload as [`Bytes`] without a copy. CubeCL drops it once the
+/// copy to the device is done; the buffer then goes back to the reader thread to be refilled.
+/// Page-locked buffers say so ([`AllocationProperty::Pinned`]), and the CUDA runtime then
+/// copies from them directly instead of through its own staging.
+pub(crate) struct UploadBuffer<T: WindowElement> {
+    buffer: Option<WindowBuffer<T>>,
+    returned: Sender<Returned<T>>,
     counters: std::sync::Arc<Counters>,
 }
 
-impl UploadBuffer {
+impl<T: WindowElement> UploadBuffer<T> {
     /// `buffer` as upload bytes (its current length), returned through `returned` when
     /// dropped.
     pub(crate) fn into_bytes(
-        buffer: WindowBuffer<u8>,
-        returned: Sender<Returned<u8>>,
+        buffer: WindowBuffer<T>,
+        returned: Sender<Returned<T>>,
         counters: std::sync::Arc<Counters>,
     ) -> Bytes {
-        let len = buffer.data().len();
+        let len = size_of_val(buffer.data());
         let controller = Self {
             buffer: Some(buffer),
             returned,
@@ -101,12 +101,12 @@ impl UploadBuffer {
         unsafe { Bytes::from_controller(Box::new(controller), len) }
     }
 
-    fn buffer(&self) -> &WindowBuffer<u8> {
+    fn buffer(&self) -> &WindowBuffer<T> {
         self.buffer.as_ref().expect("present until drop")
     }
 }
 
-impl AllocationController for UploadBuffer {
+impl<T: WindowElement> AllocationController for UploadBuffer<T> {
     fn alloc_align(&self) -> usize {
         // The alignment the allocation happens to have (large ones are page-aligned).
         let address = self.buffer().data().as_ptr() as usize;
@@ -126,19 +126,22 @@ impl AllocationController for UploadBuffer {
         _policy: AccessPolicy,
     ) -> Result<&mut [MaybeUninit<u8>], AccessError> {
         let data = self.buffer.as_mut().expect("present until drop").data_mut();
-        // SAFETY: initialised bytes viewed as possibly-uninitialised ones; the trait's
-        // contract forbids writing uninitialised values through the view.
-        Ok(unsafe { &mut *(std::ptr::from_mut(data) as *mut [MaybeUninit<u8>]) })
+        let len = size_of_val(data);
+        // SAFETY: the elements (`u8` or `f32`: plain data, no padding, every bit pattern
+        // valid) viewed as their bytes, possibly-uninitialised; the trait's contract forbids
+        // writing uninitialised values through the view, and any bytes written form valid
+        // elements.
+        Ok(unsafe { std::slice::from_raw_parts_mut(data.as_mut_ptr().cast(), len) })
     }
 
     fn memory(&self, _policy: AccessPolicy) -> Result<&[MaybeUninit<u8>], AccessError> {
         let data = self.buffer().data();
-        // SAFETY: initialised bytes viewed as possibly-uninitialised ones (same layout).
-        Ok(unsafe { &*(std::ptr::from_ref(data) as *const [MaybeUninit<u8>]) })
+        // SAFETY: as in `memory_mut`, read-only.
+        Ok(unsafe { std::slice::from_raw_parts(data.as_ptr().cast(), size_of_val(data)) })
     }
 }
 
-impl Drop for UploadBuffer {
+impl<T: WindowElement> Drop for UploadBuffer<T> {
     fn drop(&mut self) {
         self.counters.release();
         if let Some(buffer) = self.buffer.take() {

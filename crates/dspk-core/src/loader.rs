@@ -171,7 +171,30 @@ impl WindowLoader<f32> {
     where
         S: RecordingSource + ?Sized + 'static,
     {
-        Self::start(source, channels, schedule, false)
+        Self::scaled_for(source, channels, schedule, None)
+    }
+
+    /// As [`scaled`](Self::scaled), with buffers prepared for uploads to `target`'s device
+    /// (page-locked on CUDA; see [`WindowLoader::stored_for`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`scaled`](Self::scaled).
+    pub fn scaled_for<S>(
+        source: Arc<S>,
+        channels: Vec<usize>,
+        schedule: ChunkSchedule,
+        target: Option<ComputeTarget>,
+    ) -> Result<Self>
+    where
+        S: RecordingSource + ?Sized + 'static,
+    {
+        Self::start(
+            source,
+            channels,
+            schedule,
+            target == Some(ComputeTarget::Cuda),
+        )
     }
 }
 
@@ -408,14 +431,13 @@ impl<T: WindowElement> LoadedWindow<T> {
             .map(WindowBuffer::into_vec)
             .unwrap_or_default()
     }
-}
 
-impl LoadedWindow<u8> {
-    /// The window's stored bytes as a CubeCL upload buffer, without a copy, zero-padded to
-    /// whole 32-bit words (in place: loader buffers have the room). When the runtime is done
-    /// copying it to the device it drops the bytes and the buffer goes back to the reader
-    /// thread, which refills it: no allocation per window, and on CUDA with
-    /// [`WindowLoader::stored_for`] a direct copy from page-locked memory.
+    /// The window's data as a CubeCL upload buffer, without a copy, its byte length
+    /// zero-padded to whole 32-bit words (in place: loader buffers have the room). When the
+    /// runtime is done copying it to the device it drops the bytes and the buffer goes back to
+    /// the reader thread, which refills it: no allocation per window, and with a loader made
+    /// for CUDA ([`WindowLoader::stored_for`], [`WindowLoader::scaled_for`]) a direct copy
+    /// from page-locked memory.
     ///
     /// The buffer stays one of the two in flight until the runtime drops it, so the reader
     /// waits for the device rather than allocating more memory.
@@ -425,7 +447,8 @@ impl LoadedWindow<u8> {
             .data
             .take()
             .unwrap_or_else(|| WindowBuffer::new(0, false));
-        let padded = buffer.data().len().next_multiple_of(4);
+        let per_word = (4 / size_of::<T>()).max(1);
+        let padded = buffer.data().len().next_multiple_of(per_word);
         buffer.resize(padded);
         self.releases = false;
         UploadBuffer::into_bytes(buffer, self.returned.clone(), Arc::clone(&self.counters))

@@ -273,12 +273,23 @@ impl PipelineWorkspace {
     ///
     /// # Errors
     ///
-    /// [`Error::WindowTooLong`], or [`Error::Shape`] when there are not `channels * samples`
-    /// values.
+    /// As [`process_chunk_upload`](Self::process_chunk_upload).
     pub fn process_chunk_owned(&mut self, values: Vec<f32>, samples: usize) -> Result<()> {
-        self.check_window(samples, values.len(), 1, "scaled window")?;
+        self.process_chunk_upload(Bytes::from_elems(values), samples)
+    }
+
+    /// Uploads a window of scaled `f32` values given as CubeCL [`Bytes`] (for example from
+    /// [`LoadedWindow::into_upload`](dspk_core::LoadedWindow::into_upload) on a scaled loader)
+    /// into [`output`](Self::output): `channels * samples * 4` bytes, little-endian `f32`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::WindowTooLong`], or [`Error::Shape`] when the length is not
+    /// `channels * samples * 4` bytes.
+    pub fn process_chunk_upload(&mut self, values: Bytes, samples: usize) -> Result<()> {
+        self.check_window(samples, values.len(), 4, "scaled window")?;
         if !values.is_empty() {
-            self.write(&self.output, Bytes::from_elems(values));
+            self.write(&self.output, values);
         }
         self.samples = samples;
         self.flush()
@@ -339,7 +350,7 @@ impl PipelineWorkspace {
                 what,
                 expected,
                 actual: len,
-                unit: if per_sample == 1 { "values" } else { "bytes" },
+                unit: "bytes",
             });
         }
         Ok(())
