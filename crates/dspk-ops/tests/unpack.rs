@@ -299,6 +299,31 @@ fn requests_over_the_limits_are_refused() {
         matches!(error, Error::BadScaling { channel: 1, .. }),
         "{error}"
     );
+    // The public kernel entry point checks buffer sizes against the window it is asked for.
+    let small = client.empty(4 * 19);
+    let error = dspk_ops::unpack_scaled(
+        &client,
+        &client.empty(40),
+        SampleFormat::I16,
+        &client.empty(8),
+        &client.empty(8),
+        &small,
+        2,
+        10,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(
+            error,
+            Error::Shape {
+                what: "output buffer",
+                expected: 80,
+                actual: 76,
+                ..
+            }
+        ),
+        "{error}"
+    );
     let mut fresh = PipelineWorkspace::new(&client, 2, 10).unwrap();
     let error = fresh
         .process_stored_chunk_in_vram(&[0; 40], SampleFormat::I16, 10)

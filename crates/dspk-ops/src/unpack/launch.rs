@@ -25,8 +25,9 @@ use crate::{Error, Result};
 ///
 /// # Errors
 ///
-/// [`Error::OverLimit`] when `channels * samples` exceeds `u32::MAX` values, [`Error::Shape`]
-/// when `samples` is zero while `channels` is not.
+/// [`Error::OverLimit`] when `channels * samples` exceeds `u32::MAX` values,
+/// [`Error::Shape`] when a buffer is smaller than the window needs,
+/// [`Error::UnsupportedFormat`] for a format without a kernel.
 #[allow(clippy::too_many_arguments)]
 pub fn unpack_scaled(
     client: &Client,
@@ -53,13 +54,36 @@ pub fn unpack_scaled(
     if values == 0 {
         return Ok(());
     }
-    let samples_u32 = samples as u32; // <= values <= u32::MAX
-    // SAFETY (for each launch below): every buffer length passed is at most what the caller's
-    // handles hold (the workspace sizes them for `channels * max_samples`), and each kernel
-    // bounds-checks its unit index against those lengths.
+    let stored_bytes = match format {
+        SampleFormat::I16 | SampleFormat::U16 => values.div_ceil(2) * 4,
+        SampleFormat::I32 | SampleFormat::F32 => values * 4,
+        other => return Err(Error::UnsupportedFormat(other)),
+    };
+    // The kernels bound their indices by the lengths given below; these checks make those
+    // lengths true of the buffers, so no launch reads or writes past a buffer.
+    for (what, handle, bytes) in [
+        ("stored buffer", stored, stored_bytes),
+        ("gains buffer", gains, channels * 4),
+        ("offsets buffer", offsets, channels * 4),
+        ("output buffer", out, values * 4),
+    ] {
+        let actual = usize::try_from(handle.size_in_used()).unwrap_or(usize::MAX);
+        if actual < bytes {
+            return Err(Error::Shape {
+                what,
+                expected: bytes,
+                actual,
+                unit: "bytes",
+            });
+        }
+    }
+    let samples = samples as u32; // <= values <= u32::MAX
+    let buffers = [stored, gains, offsets, out];
     match format {
         SampleFormat::I16 | SampleFormat::U16 => {
             let words = values.div_ceil(2);
+            // SAFETY: the buffers hold the lengths passed (checked above); the kernel bounds
+            // its unit index by them.
             unsafe {
                 kernel::unpack_16::launch_unchecked(
                     client,
@@ -69,36 +93,38 @@ pub fn unpack_scaled(
                     BufferArg::from_raw_parts(gains.clone(), channels),
                     BufferArg::from_raw_parts(offsets.clone(), channels),
                     BufferArg::from_raw_parts(out.clone(), values),
-                    samples_u32,
+                    samples,
                     format == SampleFormat::I16,
                 );
             }
         }
-        SampleFormat::I32 => unsafe {
-            kernel::scale_32::launch_unchecked::<i32>(
-                client,
-                cube_count(values),
-                CubeDim::new_1d(CUBE_DIM),
-                BufferArg::from_raw_parts(stored.clone(), values),
-                BufferArg::from_raw_parts(gains.clone(), channels),
-                BufferArg::from_raw_parts(offsets.clone(), channels),
-                BufferArg::from_raw_parts(out.clone(), values),
-                samples_u32,
-            );
-        },
-        SampleFormat::F32 => unsafe {
-            kernel::scale_32::launch_unchecked::<f32>(
-                client,
-                cube_count(values),
-                CubeDim::new_1d(CUBE_DIM),
-                BufferArg::from_raw_parts(stored.clone(), values),
-                BufferArg::from_raw_parts(gains.clone(), channels),
-                BufferArg::from_raw_parts(offsets.clone(), channels),
-                BufferArg::from_raw_parts(out.clone(), values),
-                samples_u32,
-            );
-        },
-        other => return Err(Error::UnsupportedFormat(other)),
+        SampleFormat::I32 => launch_scale_32::<i32>(client, buffers, channels, values, samples),
+        _ => launch_scale_32::<f32>(client, buffers, channels, values, samples),
     }
     Ok(())
+}
+
+/// Launches [`kernel::scale_32`] for 32-bit stored values of type `T` over
+/// `[stored, gains, offsets, out]`, whose sizes the caller has checked.
+fn launch_scale_32<T: Numeric>(
+    client: &Client,
+    [stored, gains, offsets, out]: [&Handle; 4],
+    channels: usize,
+    values: usize,
+    samples: u32,
+) {
+    // SAFETY: the buffers hold the lengths passed (checked by `unpack_scaled`); the kernel
+    // bounds its unit index by them.
+    unsafe {
+        kernel::scale_32::launch_unchecked::<T>(
+            client,
+            cube_count(values),
+            CubeDim::new_1d(CUBE_DIM),
+            BufferArg::from_raw_parts(stored.clone(), values),
+            BufferArg::from_raw_parts(gains.clone(), channels),
+            BufferArg::from_raw_parts(offsets.clone(), channels),
+            BufferArg::from_raw_parts(out.clone(), values),
+            samples,
+        );
+    }
 }
