@@ -21,7 +21,7 @@
 //! - `cuda`: the CUDA runtime.
 //! - `hip`: the ROCm/HIP runtime.
 //! - `cpu`: CubeCL's CPU runtime.
-//! - `test-util`: [`test_util`], helpers for tests (runtime fan-out, conformance suites).
+//! - `test-util`: the `test_util` module, helpers for tests (runtime fan-out, conformance suites).
 
 mod buffer;
 mod compute;

@@ -5,7 +5,6 @@
 //! (at most two) and recycles them; it reads straight into them, and the caller gets the buffer
 //! itself, so the caller's thread copies nothing.
 
-use std::marker::PhantomData;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::JoinHandle;
@@ -118,13 +117,16 @@ pub struct LoaderStats {
 ///
 /// It is an iterator of [`LoadedWindow`]s, in schedule order. Dropping a window gives its
 /// buffer back for the reader to refill; the reader waits for that once two windows are out,
-/// so memory is two windows whatever the recording length. Three ways to use it:
+/// so memory is two windows whatever the recording length. The ways to use it:
 ///
 /// - **scaled**: [`WindowLoader::scaled`] gives `f32` values (`stored * gain + offset`);
 /// - **stored**: [`WindowLoader::stored`] gives the stored little-endian bytes, for an upload in
 ///   the most compact form;
-/// - **owned**: either kind, with [`LoadedWindow::take_data`] moving the buffer out (e.g. into a
-///   device upload, without a copy); the reader then allocates a fresh one.
+/// - **upload**: either kind, with [`LoadedWindow::into_upload`] handing the buffer itself to a
+///   CubeCL upload, which gives it back once copied (page-locked on CUDA with
+///   [`WindowLoader::stored_for`] / [`WindowLoader::scaled_for`]);
+/// - **owned**: either kind, with [`LoadedWindow::take_data`] moving the buffer out as a `Vec`
+///   to keep; the reader then allocates a fresh one.
 ///
 /// Windows are channel-major (`channels.len()` runs of `window.read_len()` samples). A read
 /// error on the reader thread arrives as the next item, after which the iterator ends. The
@@ -158,7 +160,6 @@ pub struct WindowLoader<T: WindowElement> {
     // Dropping this tells the reader thread to stop.
     stop: Option<Sender<()>>,
     thread: Option<JoinHandle<()>>,
-    _marker: PhantomData<T>,
 }
 
 impl WindowLoader<f32> {
@@ -302,7 +303,6 @@ impl<T: WindowElement> WindowLoader<T> {
             counters,
             stop: Some(stop),
             thread: Some(thread),
-            _marker: PhantomData,
         })
     }
 
@@ -440,7 +440,10 @@ impl<T: WindowElement> LoadedWindow<T> {
     /// from page-locked memory.
     ///
     /// The buffer stays one of the two in flight until the runtime drops it, so the reader
-    /// waits for the device rather than allocating more memory.
+    /// waits for the device rather than allocating more memory. The runtime must therefore get
+    /// to it: `dspk_ops::PipelineWorkspace` flushes the client after each upload; code that
+    /// calls `client.write` itself should call `client.flush()` after it, or the next window
+    /// may wait for a buffer the runtime is still holding in its queue.
     #[must_use]
     pub fn into_upload(mut self) -> Bytes {
         let mut buffer = self

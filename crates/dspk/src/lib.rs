@@ -24,7 +24,7 @@
 //! - `cpu`: CubeCL's CPU runtime.
 //!
 //! Others:
-//! - `test-util`: [`test_util`], helpers for testing crates built on dspk.
+//! - `test-util`: the `test_util` module, helpers for testing crates built on dspk.
 //!
 //! `cpu`, `cuda` and `hip` build LLVM-based compilers (a few minutes more to build).
 
