@@ -14,10 +14,24 @@
 /// [`unpin`] is called on it.
 #[cfg(feature = "cuda")]
 pub(crate) unsafe fn pin(ptr: *mut u8, len: usize) -> bool {
-    use cudarc::driver::{result, sys};
     if len == 0 {
         return false;
     }
+    // The driver library is loaded on first use, and a machine without one makes that panic:
+    // then the buffer is simply not pinned.
+    let address = ptr as usize;
+    // SAFETY: forwarded from the caller.
+    std::panic::catch_unwind(|| unsafe { register(address as *mut u8, len) }).unwrap_or(false)
+}
+
+/// The registration itself (see [`pin`]).
+///
+/// # Safety
+///
+/// As [`pin`].
+#[cfg(feature = "cuda")]
+unsafe fn register(ptr: *mut u8, len: usize) -> bool {
+    use cudarc::driver::{result, sys};
     // The registration needs a current context: the primary context of device 0, which is
     // the one CubeCL's CUDA runtime uses. PORTABLE makes it page-locked for every context.
     let Ok(()) = result::init() else { return false };
