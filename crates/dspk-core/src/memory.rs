@@ -180,38 +180,80 @@ pub(crate) const fn splitmix64(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+impl SyntheticRecording {
+    /// Fills `out`, one run of `run` elements per requested channel, with `fill(channel, run)`,
+    /// spread over the machine's cores for large requests (computing samples is what limits
+    /// this source; a real file's read is a copy).
+    fn for_each_channel<T: Send>(
+        request: &ReadRequest<'_>,
+        out: &mut [T],
+        run: usize,
+        fill: impl Fn(usize, &mut [T]) + Sync,
+    ) {
+        /// Below this many elements threads cost more than they save.
+        const PARALLEL_MIN: usize = 1 << 18;
+        if run == 0 {
+            return;
+        }
+        let channels = request.channels();
+        let threads = if out.len() < PARALLEL_MIN {
+            1
+        } else {
+            std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
+        };
+        let per_thread = channels.len().div_ceil(threads).max(1);
+        std::thread::scope(|scope| {
+            for (channels, out) in channels
+                .chunks(per_thread)
+                .zip(out.chunks_mut(per_thread * run))
+            {
+                let fill = &fill;
+                scope.spawn(move || {
+                    for (&channel, out) in channels.iter().zip(out.chunks_exact_mut(run)) {
+                        fill(channel, out);
+                    }
+                });
+            }
+        });
+    }
+}
+
 impl RecordingSource for SyntheticRecording {
     fn info(&self) -> &RecordingInfo {
         &self.info
     }
 
     fn fill_scaled(&self, request: &ReadRequest<'_>, out: &mut [f32]) -> Result<()> {
-        let n = request.samples_per_channel();
-        if n == 0 {
-            return Ok(());
-        }
         let start = request.samples().start;
-        for (&channel, out) in request.channels().iter().zip(out.chunks_exact_mut(n)) {
-            let info = &self.info.channels[channel];
-            for (s, value) in out.iter_mut().enumerate() {
-                let stored = f64::from(self.stored_value(channel, start + s as u64));
-                *value = scale(stored, info.gain, info.offset);
-            }
-        }
+        Self::for_each_channel(
+            request,
+            out,
+            request.samples_per_channel(),
+            |channel, out| {
+                let info = &self.info.channels[channel];
+                for (s, value) in out.iter_mut().enumerate() {
+                    let stored = f64::from(self.stored_value(channel, start + s as u64));
+                    *value = scale(stored, info.gain, info.offset);
+                }
+            },
+        );
         Ok(())
     }
 
     fn fill_stored(&self, request: &ReadRequest<'_>, out: &mut [u8]) -> Result<()> {
-        let n = request.samples_per_channel();
-        if n == 0 {
-            return Ok(());
-        }
         let start = request.samples().start;
-        for (&channel, out) in request.channels().iter().zip(out.chunks_exact_mut(2 * n)) {
-            for (s, bytes) in out.chunks_exact_mut(2).enumerate() {
-                bytes.copy_from_slice(&self.stored_value(channel, start + s as u64).to_le_bytes());
-            }
-        }
+        Self::for_each_channel(
+            request,
+            out,
+            2 * request.samples_per_channel(),
+            |channel, out| {
+                for (s, bytes) in out.chunks_exact_mut(2).enumerate() {
+                    bytes.copy_from_slice(
+                        &self.stored_value(channel, start + s as u64).to_le_bytes(),
+                    );
+                }
+            },
+        );
         Ok(())
     }
 

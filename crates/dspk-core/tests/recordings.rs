@@ -193,3 +193,35 @@ fn typed_samples_build_the_same_recording_as_bytes() {
     recording.read(&[1, 0], 0..3, &mut out).unwrap();
     assert_eq!(out, [-65537.0, 9.0, 11.0, 1.5, 0.0, 2.5]);
 }
+
+#[test]
+fn large_synthetic_reads_match_sample_by_sample() {
+    // 21 x 20011 values: over the size at which the synthetic source spreads channels over
+    // threads.
+    let source =
+        SyntheticRecording::new(23, 50_000, SampleRate::from_hz(30_000).unwrap(), 4).unwrap();
+    let channels: Vec<usize> = (0..21).rev().collect();
+    let range = 12_345..32_356u64;
+    let n = (range.end - range.start) as usize;
+    let mut stored = vec![0u8; channels.len() * n * 2];
+    let mut scaled = vec![0f32; channels.len() * n];
+    source
+        .read_stored(&channels, range.clone(), &mut stored)
+        .unwrap();
+    source.read(&channels, range.clone(), &mut scaled).unwrap();
+    for (k, &c) in channels.iter().enumerate() {
+        for s in 0..n {
+            let value = source.stored_value(c, range.start + s as u64);
+            let at = 2 * (k * n + s);
+            assert_eq!(
+                i16::from_le_bytes([stored[at], stored[at + 1]]),
+                value,
+                "channel {c} sample {s}"
+            );
+            assert_eq!(
+                scaled[k * n + s],
+                dspk_core::scale(f64::from(value), SyntheticRecording::GAIN_UV, 0.0)
+            );
+        }
+    }
+}
