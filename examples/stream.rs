@@ -124,9 +124,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         workspace.device_allocations()
     );
     println!(
-        "check:   last window read back from the device {}",
+        "check:   last window unpacked on the device {}",
         if verified {
-            "matches the source"
+            "matches the source's scaled values"
         } else {
             "DIFFERS from the source"
         }

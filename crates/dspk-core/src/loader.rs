@@ -26,6 +26,9 @@ pub trait WindowElement: Copy + Default + Send + Sync + 'static + sealed::Sealed
     /// Buffer elements per sample of one channel (1 for `f32`, the stored sample size for `u8`).
     #[doc(hidden)]
     fn per_sample(info: &RecordingInfo) -> usize;
+    /// Whether `source` can deliver this kind of window (checked once, when a loader starts).
+    #[doc(hidden)]
+    fn check_source<S: RecordingSource + ?Sized>(source: &S) -> Result<()>;
     /// Reads one window into `out`.
     #[doc(hidden)]
     fn fill<S: RecordingSource + ?Sized>(
@@ -46,6 +49,9 @@ impl WindowElement for f32 {
     fn per_sample(_: &RecordingInfo) -> usize {
         1
     }
+    fn check_source<S: RecordingSource + ?Sized>(_: &S) -> Result<()> {
+        Ok(())
+    }
     fn fill<S: RecordingSource + ?Sized>(
         source: &S,
         channels: &[usize],
@@ -59,6 +65,15 @@ impl WindowElement for f32 {
 impl WindowElement for u8 {
     fn per_sample(info: &RecordingInfo) -> usize {
         info.stored_format.size()
+    }
+    fn check_source<S: RecordingSource + ?Sized>(source: &S) -> Result<()> {
+        if source.can_read_stored() {
+            Ok(())
+        } else {
+            Err(Error::Unsupported {
+                source_name: std::any::type_name::<S>(),
+            })
+        }
     }
     fn fill<S: RecordingSource + ?Sized>(
         source: &S,
@@ -190,12 +205,7 @@ impl WindowLoader<f32> {
     where
         S: RecordingSource + ?Sized + 'static,
     {
-        Self::start(
-            source,
-            channels,
-            schedule,
-            target == Some(ComputeTarget::Cuda),
-        )
+        Self::start(source, channels, schedule, target)
     }
 }
 
@@ -231,13 +241,7 @@ impl WindowLoader<u8> {
     where
         S: RecordingSource + ?Sized + 'static,
     {
-        if !source.can_read_stored() {
-            return Err(Error::Unsupported {
-                source_name: std::any::type_name::<S>(),
-            });
-        }
-        let pin = target == Some(ComputeTarget::Cuda);
-        Self::start(source, channels, schedule, pin)
+        Self::start(source, channels, schedule, target)
     }
 }
 
@@ -246,11 +250,14 @@ impl<T: WindowElement> WindowLoader<T> {
         source: Arc<S>,
         channels: Vec<usize>,
         schedule: ChunkSchedule,
-        pin: bool,
+        target: Option<ComputeTarget>,
     ) -> Result<Self>
     where
         S: RecordingSource + ?Sized + 'static,
     {
+        T::check_source(&*source)?;
+        // Only CUDA uploads gain from page-locked buffers here (see `crate::pinned`).
+        let pin = target == Some(ComputeTarget::Cuda);
         let info = source.info();
         // Check the channels and the whole extent once, here, rather than on the first window.
         ReadRequest::new(info, &channels, 0..schedule.num_samples())?;

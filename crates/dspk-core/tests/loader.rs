@@ -51,6 +51,29 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// Starts counting window-sized heap blocks from zero.
+fn start_counting() {
+    LIVE_WINDOWS.store(0, Ordering::SeqCst);
+    PEAK_WINDOWS.store(0, Ordering::SeqCst);
+    TRACK.store(1, Ordering::SeqCst);
+}
+
+/// Stops counting and checks that exactly two window buffers were alive at the peak and none
+/// is left.
+fn assert_peak_of_two_window_blocks() {
+    TRACK.store(0, Ordering::SeqCst);
+    assert_eq!(
+        PEAK_WINDOWS.load(Ordering::SeqCst),
+        2,
+        "window-sized heap blocks alive at once"
+    );
+    assert_eq!(
+        LIVE_WINDOWS.load(Ordering::SeqCst),
+        0,
+        "window buffers leaked"
+    );
+}
+
 fn synthetic(channels: usize, samples: u64) -> Arc<SyntheticRecording> {
     Arc::new(
         SyntheticRecording::new(channels, samples, SampleRate::from_hz(30_000).unwrap(), 42)
@@ -114,9 +137,7 @@ fn two_window_buffers_circulate_over_a_thousand_windows() {
     let source = synthetic(WINDOW_CHANNELS, samples);
     let schedule = ChunkSchedule::new(samples, WINDOW_SAMPLES, 0, 0).unwrap();
     assert_eq!(schedule.len(), 1000);
-    LIVE_WINDOWS.store(0, Ordering::SeqCst);
-    PEAK_WINDOWS.store(0, Ordering::SeqCst);
-    TRACK.store(1, Ordering::SeqCst);
+    start_counting();
     let mut loader = WindowLoader::stored(source.clone(), vec![0, 1, 2], schedule).unwrap();
     let mut delivered = 0;
     for window in &mut loader {
@@ -130,20 +151,10 @@ fn two_window_buffers_circulate_over_a_thousand_windows() {
     }
     let stats = loader.stats();
     drop(loader);
-    TRACK.store(0, Ordering::SeqCst);
+    assert_peak_of_two_window_blocks();
     assert_eq!(delivered, 1000);
     assert_eq!(stats.buffers_allocated, 2, "{stats:?}");
     assert_eq!(stats.peak_in_flight, 2, "{stats:?}");
-    assert_eq!(
-        PEAK_WINDOWS.load(Ordering::SeqCst),
-        2,
-        "window-sized heap blocks alive at once"
-    );
-    assert_eq!(
-        LIVE_WINDOWS.load(Ordering::SeqCst),
-        0,
-        "window buffers leaked"
-    );
 }
 
 #[test]
@@ -152,9 +163,7 @@ fn the_owned_mode_hands_over_buffers_and_stays_at_two_in_flight() {
     let samples = 100 * WINDOW_SAMPLES;
     let source = synthetic(WINDOW_CHANNELS, samples);
     let schedule = ChunkSchedule::new(samples, WINDOW_SAMPLES, 0, 0).unwrap();
-    LIVE_WINDOWS.store(0, Ordering::SeqCst);
-    PEAK_WINDOWS.store(0, Ordering::SeqCst);
-    TRACK.store(1, Ordering::SeqCst);
+    start_counting();
     let mut loader = WindowLoader::stored(source.clone(), vec![1, 0, 2], schedule).unwrap();
     let mut kept = 0usize;
     for window in &mut loader {
@@ -169,7 +178,7 @@ fn the_owned_mode_hands_over_buffers_and_stays_at_two_in_flight() {
     }
     let stats = loader.stats();
     drop(loader);
-    TRACK.store(0, Ordering::SeqCst);
+    assert_peak_of_two_window_blocks();
     assert_eq!(kept, samples as usize * WINDOW_CHANNELS * 2);
     assert_eq!(
         stats.buffers_allocated,
@@ -177,16 +186,6 @@ fn the_owned_mode_hands_over_buffers_and_stays_at_two_in_flight() {
         "one fresh buffer per kept window"
     );
     assert_eq!(stats.peak_in_flight, 2, "{stats:?}");
-    assert_eq!(
-        PEAK_WINDOWS.load(Ordering::SeqCst),
-        2,
-        "window-sized heap blocks alive at once"
-    );
-    assert_eq!(
-        LIVE_WINDOWS.load(Ordering::SeqCst),
-        0,
-        "window buffers leaked"
-    );
 }
 
 /// A source whose reads fail from a given sample on, like a file truncated under us.
