@@ -42,6 +42,16 @@ pub enum Error {
         unit: &'static str,
     },
 
+    /// A parameter outside the range an operation accepts (a cutoff above Nyquist, an even
+    /// median kernel, a zero order, ...).
+    #[error("{what}: {reason}")]
+    InvalidParameter {
+        /// The parameter, with the operation (`"butter: cutoff"`).
+        what: &'static str,
+        /// What is wrong with it, with its value.
+        reason: String,
+    },
+
     /// A stored upload before [`set_stored_scaling`](crate::PipelineWorkspace::set_stored_scaling).
     #[error("stored values were uploaded before the per-channel gains and offsets were set")]
     ScalingNotSet,

@@ -5,7 +5,7 @@ use cubecl::server::Handle;
 use dspk_core::SampleFormat;
 
 use super::kernel;
-use crate::launch::{CUBE_DIM, cube_count};
+use crate::launch::{CUBE_DIM, check_buffer, checked_values, cube_count};
 use crate::{Error, Result};
 
 /// Unpacks and scales a window of stored values on the device:
@@ -39,18 +39,7 @@ pub fn unpack_scaled(
     channels: usize,
     samples: usize,
 ) -> Result<()> {
-    let values = channels
-        .checked_mul(samples)
-        .filter(|&v| v <= u32::MAX as usize);
-    let Some(values) = values else {
-        return Err(Error::OverLimit {
-            what: "unpack",
-            requested: channels as u64 * samples as u64,
-            limit: u64::from(u32::MAX),
-            unit: "values",
-            reason: "kernels index one buffer with 32-bit integers",
-        });
-    };
+    let values = checked_values("unpack", channels, samples)?;
     if values == 0 {
         return Ok(());
     }
@@ -61,22 +50,10 @@ pub fn unpack_scaled(
     };
     // The kernels bound their indices by the lengths given below; these checks make those
     // lengths true of the buffers, so no launch reads or writes past a buffer.
-    for (what, handle, bytes) in [
-        ("stored buffer", stored, stored_bytes),
-        ("gains buffer", gains, channels * 4),
-        ("offsets buffer", offsets, channels * 4),
-        ("output buffer", out, values * 4),
-    ] {
-        let actual = usize::try_from(handle.size_in_used()).unwrap_or(usize::MAX);
-        if actual < bytes {
-            return Err(Error::Shape {
-                what,
-                expected: bytes,
-                actual,
-                unit: "bytes",
-            });
-        }
-    }
+    check_buffer("stored buffer", stored, stored_bytes)?;
+    check_buffer("gains buffer", gains, channels * 4)?;
+    check_buffer("offsets buffer", offsets, channels * 4)?;
+    check_buffer("output buffer", out, values * 4)?;
     let samples = samples as u32; // <= values <= u32::MAX
     let buffers = [stored, gains, offsets, out];
     match format {

@@ -1,0 +1,41 @@
+//! The interface every pipeline stage implements.
+
+use cubecl::client::Client;
+use cubecl::server::Handle;
+
+use crate::Result;
+
+/// One step of a device pipeline: reads a `[channels, samples]` `f32` window (channel-major)
+/// from `input` and writes the result, same shape, to `output`. Nothing is read back to the
+/// host; work is queued, not waited for.
+///
+/// A stage whose output at sample `t` depends on input samples other than `t` (a filter, a
+/// smoother) says how far that dependence reaches with [`settling`](Stage::settling): a window
+/// processed with halos at least that long on each side gives, outside the halos, the same
+/// values as processing the whole recording at once (within the stated tolerance of the stage).
+pub trait Stage: Send {
+    /// A short name for reports and errors (`"sosfiltfilt"`, `"car"`).
+    fn name(&self) -> &str;
+
+    /// Samples of halo this stage needs on each side of the samples it must get right.
+    /// Zero for stages that work sample by sample (common reference, whitening).
+    fn settling(&self) -> usize;
+
+    /// Applies the stage: `input` and `output` are distinct buffers of at least
+    /// `channels * samples` `f32`. Scratch buffers a stage needs are allocated on first use
+    /// and kept, so steady-state windows allocate nothing on the device.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Shape`](crate::Error::Shape) when a buffer is too small or `channels` disagrees
+    /// with the stage (a whitening matrix), [`Error::OverLimit`](crate::Error::OverLimit) over
+    /// device limits, [`Error::Device`](crate::Error::Device) when the device fails.
+    fn apply(
+        &mut self,
+        client: &Client,
+        input: &Handle,
+        output: &Handle,
+        channels: usize,
+        samples: usize,
+    ) -> Result<()>;
+}
