@@ -11,14 +11,28 @@
 //! e.g. microvolts). This crate takes a CubeCL client and never picks a device.
 
 pub mod buffers;
+pub mod design;
 mod error;
+mod fir;
+mod iir;
 mod launch;
 mod limits;
+pub mod linalg;
+mod nonlinear;
+mod peaks;
 mod pipeline;
+mod spatial;
+mod stats;
 mod unpack;
 mod workspace;
 
 pub use error::{Error, Result};
+pub use fir::*;
+pub use iir::*;
+pub use nonlinear::*;
+pub use peaks::*;
+pub use spatial::*;
+pub use stats::*;
 pub use limits::DeviceLimits;
 pub use pipeline::Stage;
 pub use unpack::unpack_scaled;

@@ -1,0 +1,1 @@
+//! FIR filtering on the device: lfilter, resample_poly, decimate.

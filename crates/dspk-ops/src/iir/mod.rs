@@ -1,0 +1,1 @@
+//! IIR filtering on the device: sosfilt and sosfiltfilt over many channels at once.

@@ -1,0 +1,1 @@
+//! Non-linear and smoothing filters on the device: median filter, Gaussian smoothing.

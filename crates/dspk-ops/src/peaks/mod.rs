@@ -1,0 +1,1 @@
+//! Peak detection on the device (scipy.signal.find_peaks semantics), only peaks downloaded.

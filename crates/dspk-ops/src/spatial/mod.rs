@@ -1,0 +1,1 @@
+//! Spatial operators on the device: common average/median reference, covariance, whitening.

@@ -1,0 +1,1 @@
+//! Per-channel statistics on the device: mean, standard deviation, median, MAD noise.
