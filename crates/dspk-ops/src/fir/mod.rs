@@ -1,1 +1,6 @@
-//! FIR filtering on the device: lfilter, resample_poly, decimate.
+//! FIR filtering on the device: `lfilter` (FIR), `resample_poly`, `decimate`.
+
+mod fir;
+mod kernel;
+
+pub use fir::Fir;

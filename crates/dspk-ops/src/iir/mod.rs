@@ -1,1 +1,7 @@
-//! IIR filtering on the device: sosfilt and sosfiltfilt over many channels at once.
+//! IIR filtering on the device: `sosfilt` and `sosfiltfilt` over many channels at once.
+
+mod filter;
+mod kernel;
+mod plan;
+
+pub use filter::{Initial, MAX_SECTIONS, SosFilter};

@@ -1,0 +1,177 @@
+//! The blocked second-order-section kernels. Layout: `[channels, samples]`, channel-major.
+//!
+//! A recursive filter run sample by sample with one unit per channel would leave a GPU almost
+//! idle (384 units). Instead time is cut into blocks of `block_len` samples and the filter's
+//! linearity joins them, in three launches per direction:
+//!
+//! 1. [`sos_blocks`] with `finish = false`: every (channel, block) unit runs the cascade over
+//!    its block from a zero state and records the final state (`2 * sections` values);
+//! 2. [`sos_scan`]: one unit per channel walks the blocks in order: the true state at the start
+//!    of block `b + 1` is `P s_b + z_b`, where `s_b` is the true state at the start of block
+//!    `b`, `z_b` the zero-start final state from step 1 and `P` the cascade's state transition
+//!    over one block with zero input (computed in `f64` on the host);
+//! 3. [`sos_blocks`] with `finish = true`: every unit runs its block again from its true
+//!    starting state and writes the output.
+//!
+//! The input is read through a *virtual* sequence: `pad` samples of odd extension on each side
+//! (`2 x[0] - x[pad - i]` before, `2 x[n-1] - x[2(n-1) - j]` after, as scipy's
+//! `padtype="odd"`), optionally in reverse order; outputs are written where
+//! `position - out_offset` falls in the output, every `out_stride`-th one (decimation).
+//! State layout per section, direct form II transposed as scipy's `sosfilt`:
+//! `y = b0 u + z0; z0 = b1 u - a1 y + z1; z1 = b2 u - a2 y`.
+
+use cubecl::prelude::*;
+
+/// The value at `position` of the virtual sequence: channel `base..base + len` of `src` with
+/// `pad` samples of odd extension on each side (`len > pad`, checked by the host).
+#[cube]
+fn read_virtual(src: &[f32], base: usize, len: u32, pad: u32, position: u32) -> f32 {
+    if position < pad {
+        let mirror = usize::cast_from(pad - position);
+        f32::new(2.0) * src[base] - src[base + mirror]
+    } else if position - pad < len {
+        src[base + usize::cast_from(position - pad)]
+    } else {
+        let last = base + usize::cast_from(len - 1);
+        let mirror = base + usize::cast_from(2 * (len - 1) - (position - pad));
+        f32::new(2.0) * src[last] - src[mirror]
+    }
+}
+
+/// Runs the cascade over one block per unit; `finish = false` records the zero-start final
+/// state in `states`, `finish = true` starts from `states` and writes outputs to `dst`.
+/// `coefs` holds `[b0, b1, b2, a1, a2]` per section (normalised by `a0`).
+#[allow(clippy::too_many_arguments)]
+#[cube(launch_unchecked)]
+pub(super) fn sos_blocks(
+    src: &[f32],
+    dst: &mut [f32],
+    states: &mut [f32],
+    coefs: &[f32],
+    channels: u32,
+    src_len: u32,
+    pad: u32,
+    block_len: u32,
+    blocks: u32,
+    out_len: u32,
+    out_offset: u32,
+    out_stride: u32,
+    #[comptime] sections: usize,
+    #[comptime] reverse: bool,
+    #[comptime] finish: bool,
+) {
+    let unit = ABSOLUTE_POS;
+    let blocks = usize::cast_from(blocks);
+    if unit < usize::cast_from(channels) * blocks {
+        let channel = unit / blocks;
+        let block = u32::cast_from(unit % blocks);
+        let virtual_len = src_len + 2 * pad;
+        let start = block * block_len;
+        let mut end = start + block_len;
+        if end > virtual_len {
+            end = virtual_len;
+        }
+        let src_base = channel * usize::cast_from(src_len);
+        let dst_base = channel * usize::cast_from(out_len);
+        let state_base = unit * (2 * sections);
+
+        let mut coef = Array::<f32>::new(5 * sections);
+        #[unroll]
+        for i in 0..5 * sections {
+            coef[i] = coefs[i];
+        }
+        let mut z = Array::<f32>::new(2 * sections);
+        #[unroll]
+        for i in 0..2 * sections {
+            if finish {
+                z[i] = states[state_base + i];
+            } else {
+                z[i] = f32::new(0.0);
+            }
+        }
+
+        for v in start..end {
+            let mut position = v;
+            if reverse {
+                position = virtual_len - 1 - v;
+            }
+            let mut u = read_virtual(src, src_base, src_len, pad, position);
+            #[unroll]
+            for s in 0..sections {
+                let y = coef[5 * s] * u + z[2 * s];
+                z[2 * s] = coef[5 * s + 1] * u - coef[5 * s + 3] * y + z[2 * s + 1];
+                z[2 * s + 1] = coef[5 * s + 2] * u - coef[5 * s + 4] * y;
+                u = y;
+            }
+            if finish && position >= out_offset {
+                let o = position - out_offset;
+                if o % out_stride == 0 && o / out_stride < out_len {
+                    dst[dst_base + usize::cast_from(o / out_stride)] = u;
+                }
+            }
+        }
+
+        if !finish {
+            #[unroll]
+            for i in 0..2 * sections {
+                states[state_base + i] = z[i];
+            }
+        }
+    }
+}
+
+/// Joins the blocks of each channel (one unit per channel): replaces each block's zero-start
+/// final state in `states` by the true state at the block's start. The first block starts
+/// from `initial * x0`, `x0` being the first value of the virtual sequence (zero `initial`
+/// for a zero start, scipy's `sosfilt_zi` for a steady-state start). `transition` is the
+/// row-major `2 sections x 2 sections` state map over one full block.
+#[allow(clippy::too_many_arguments)]
+#[cube(launch_unchecked)]
+pub(super) fn sos_scan(
+    src: &[f32],
+    states: &mut [f32],
+    transition: &[f32],
+    initial: &[f32],
+    channels: u32,
+    src_len: u32,
+    pad: u32,
+    blocks: u32,
+    #[comptime] sections: usize,
+    #[comptime] reverse: bool,
+) {
+    let channel = ABSOLUTE_POS;
+    if channel < usize::cast_from(channels) {
+        let dim = 2 * sections;
+        let virtual_len = src_len + 2 * pad;
+        let mut first_position = 0;
+        if reverse {
+            first_position = virtual_len - 1;
+        }
+        let src_base = channel * usize::cast_from(src_len);
+        let x0 = read_virtual(src, src_base, src_len, pad, first_position);
+        let mut s = Array::<f32>::new(dim);
+        let mut next = Array::<f32>::new(dim);
+        #[unroll]
+        for i in 0..dim {
+            s[i] = initial[i] * x0;
+        }
+        let blocks = usize::cast_from(blocks);
+        for b in 0..blocks {
+            let base = (channel * blocks + b) * dim;
+            #[unroll]
+            for i in 0..dim {
+                let mut acc = states[base + i];
+                #[unroll]
+                for j in 0..dim {
+                    acc += transition[i * dim + j] * s[j];
+                }
+                next[i] = acc;
+            }
+            #[unroll]
+            for i in 0..dim {
+                states[base + i] = s[i];
+                s[i] = next[i];
+            }
+        }
+    }
+}
