@@ -1,1 +1,8 @@
 //! Spatial operators on the device: common average/median reference, covariance, whitening.
+//!
+//! All work on `[channels, samples]` `f32` windows, channel-major, and act on each sample's
+//! column of channels; none reads a neighbouring sample, so none needs a halo.
+
+mod reference;
+
+pub use reference::{CommonReference, Reference, common_reference};

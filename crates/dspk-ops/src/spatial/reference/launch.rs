@@ -1,0 +1,118 @@
+//! Host side of the common reference: checks, sizes and launches; the pipeline stage.
+
+use cubecl::prelude::*;
+use cubecl::server::Handle;
+
+use super::kernel;
+use crate::launch::{CUBE_DIM, check_buffer, checked_values, cube_count};
+use crate::{Result, Stage};
+
+/// What a common reference subtracts from each sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Reference {
+    /// The mean over channels (common average reference, `numpy.mean(x, axis=0)`).
+    Mean,
+    /// The median over channels (common median reference, `numpy.median(x, axis=0)`).
+    Median,
+}
+
+/// Subtracts the common reference of each sample from every channel:
+/// `out = x - numpy.mean(x, axis=0)` ([`Reference::Mean`]) or
+/// `out = x - numpy.median(x, axis=0)` ([`Reference::Median`], the mean of the two middle
+/// values for an even channel count), for a `[channels, samples]` `f32` window, channel-major.
+///
+/// `input` and `output` are distinct buffers of at least `channels * samples` `f32`; exactly the
+/// first `channels * samples` of `output` are written.
+///
+/// Precision: the mean is summed in `f32` in blocks of 16 channels; its error is typically a
+/// few `f32` roundings of the column's mean magnitude `mean(|x[:, t]|)` and at most
+/// `(16 + channels / 16) * 2^-24 * mean(|x[:, t]|)` (tested within `1e-5` of it for 384
+/// channels, where it is a few `1e-7`). The median is selected exactly; for an even count the
+/// two middle values are halved and added in `f32` (one rounding), and each output is one `f32`
+/// subtraction from it.
+///
+/// NaN and infinity: a column holding a NaN gives NaN for every channel of that sample (as
+/// numpy does for both). Infinities follow numpy too: the mean of a column with `+inf` is
+/// `+inf` (so finite channels give `-inf` and the infinite one NaN), with both signs NaN; the
+/// median orders infinities as numpy does. One sample's NaN never reaches another sample.
+///
+/// # Errors
+///
+/// [`Error::OverLimit`](crate::Error::OverLimit) when `channels * samples` exceeds `u32::MAX`,
+/// [`Error::Shape`](crate::Error::Shape) when a buffer is smaller than the window.
+pub fn common_reference(
+    client: &Client,
+    input: &Handle,
+    output: &Handle,
+    channels: usize,
+    samples: usize,
+    reference: Reference,
+) -> Result<()> {
+    let values = checked_values("common reference", channels, samples)?;
+    if values == 0 {
+        return Ok(());
+    }
+    // The kernels bound their indices by `samples` and `channels`; these checks make
+    // `channels * samples` values true of both buffers.
+    check_buffer("common reference input", input, values * 4)?;
+    check_buffer("common reference output", output, values * 4)?;
+    // Both fit in u32: their product does (checked_values) and neither is zero.
+    let (channels32, samples32) = (channels as u32, samples as u32);
+    let count = cube_count(samples);
+    let dim = CubeDim::new_1d(CUBE_DIM);
+    // SAFETY: both buffers hold `channels * samples` values (checked above); each unit reads and
+    // writes `c * samples + t` with `t < samples` and `c < channels` only.
+    unsafe {
+        let input = BufferArg::from_raw_parts(input.clone(), values);
+        let output = BufferArg::from_raw_parts(output.clone(), values);
+        match reference {
+            Reference::Mean => kernel::subtract_mean::launch_unchecked(
+                client, count, dim, input, output, channels32, samples32,
+            ),
+            Reference::Median => kernel::subtract_median::launch_unchecked(
+                client, count, dim, input, output, channels32, samples32,
+            ),
+        }
+    }
+    Ok(())
+}
+
+/// The common reference as a pipeline [`Stage`] (`"car"` for the mean, `"cmr"` for the median);
+/// see [`common_reference`]. It works sample by sample: no settling, no scratch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CommonReference {
+    /// What is subtracted.
+    pub reference: Reference,
+}
+
+impl CommonReference {
+    /// A stage subtracting `reference`.
+    #[must_use]
+    pub fn new(reference: Reference) -> Self {
+        Self { reference }
+    }
+}
+
+impl Stage for CommonReference {
+    fn name(&self) -> &str {
+        match self.reference {
+            Reference::Mean => "car",
+            Reference::Median => "cmr",
+        }
+    }
+
+    fn settling(&self) -> usize {
+        0
+    }
+
+    fn apply(
+        &mut self,
+        client: &Client,
+        input: &Handle,
+        output: &Handle,
+        channels: usize,
+        samples: usize,
+    ) -> Result<()> {
+        common_reference(client, input, output, channels, samples, self.reference)
+    }
+}
