@@ -52,6 +52,15 @@ pub enum Error {
         reason: String,
     },
 
+    /// A pipeline stage failed.
+    #[error("pipeline stage {stage}: {source}")]
+    Stage {
+        /// The stage's name and position.
+        stage: String,
+        /// What went wrong.
+        source: Box<Error>,
+    },
+
     /// A stored upload before [`set_stored_scaling`](crate::PipelineWorkspace::set_stored_scaling).
     #[error("stored values were uploaded before the per-channel gains and offsets were set")]
     ScalingNotSet,

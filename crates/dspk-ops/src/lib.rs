@@ -34,6 +34,6 @@ pub use peaks::*;
 pub use spatial::*;
 pub use stats::*;
 pub use limits::DeviceLimits;
-pub use pipeline::Stage;
+pub use pipeline::{Pipeline, Stage};
 pub use unpack::unpack_scaled;
 pub use workspace::PipelineWorkspace;

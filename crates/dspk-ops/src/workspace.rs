@@ -8,6 +8,7 @@ use cubecl::server::Handle;
 use dspk_core::SampleFormat;
 
 use crate::limits::DeviceLimits;
+use crate::pipeline::Pipeline;
 use crate::unpack::unpack_scaled;
 use crate::{Error, Result};
 
@@ -31,14 +32,20 @@ fn empty(client: &Client, bytes: usize) -> Handle {
 /// - **scaled** ([`process_chunk_in_vram`](Self::process_chunk_in_vram), [`process_chunk_owned`](Self::process_chunk_owned)):
 ///   `f32` values computed on the host, for sources without stored access.
 ///
-/// Uploads are queued, not waited for: the host can read the next window while the device
-/// works on this one.
+/// Each window then runs through the workspace's [`Pipeline`] (none by default; see
+/// [`set_pipeline`](Self::set_pipeline)), still on the device, and [`output`](Self::output)
+/// holds the result. Uploads and stages are queued, not waited for: the host can read the next
+/// window while the device works on this one.
 pub struct PipelineWorkspace {
     client: Client,
     channels: usize,
     max_samples: usize,
     limits: DeviceLimits,
     /// The scaled window, `channels * max_samples` `f32`.
+    scaled: Handle,
+    /// The stages each window runs through.
+    pipeline: Pipeline,
+    /// Where the current window's result is: `scaled`, or one of the pipeline's buffers.
     output: Handle,
     /// Stored bytes of the current window, sized for `stored_format` (allocated on first use).
     stored: Option<(SampleFormat, Handle)>,
@@ -76,12 +83,15 @@ impl PipelineWorkspace {
     ) -> Result<Self> {
         let values = (channels as u64).saturating_mul(max_samples as u64);
         limits.check("workspace window", values, 4)?;
+        let scaled = empty(client, values as usize * 4);
         Ok(Self {
             client: client.clone(),
             channels,
             max_samples,
             limits,
-            output: empty(client, values as usize * 4),
+            output: scaled.clone(),
+            scaled,
+            pipeline: Pipeline::new(),
             stored: None,
             scaling: None,
             samples: 0,
@@ -112,11 +122,33 @@ impl PipelineWorkspace {
         self.samples
     }
 
-    /// Device buffers this workspace has allocated so far: one for the output, one per stored
-    /// format used, two for the scaling (re-set scalings reuse them). Constant over windows.
+    /// Device buffers this workspace has allocated so far: one for the scaled window, one per
+    /// stored format used, two for the scaling (re-set scalings reuse them), and those of the
+    /// pipeline and its stages. Constant over windows.
     #[must_use]
     pub fn device_allocations(&self) -> usize {
-        self.allocations
+        self.allocations + self.pipeline.device_allocations()
+    }
+
+    /// Sets the stages every window runs through after it is scaled, and allocates the
+    /// pipeline's two buffers for the workspace's largest window now.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::OverLimit`] when the pipeline's buffers exceed the device's limits.
+    pub fn set_pipeline(&mut self, mut pipeline: Pipeline) -> Result<()> {
+        let values = self.channels as u64 * self.max_samples as u64;
+        self.limits.check("pipeline buffer", values, 4)?;
+        pipeline.reserve(&self.client, self.channels, self.max_samples)?;
+        self.pipeline = pipeline;
+        self.output = self.scaled.clone();
+        Ok(())
+    }
+
+    /// The stages each window runs through.
+    #[must_use]
+    pub fn pipeline(&self) -> &Pipeline {
+        &self.pipeline
     }
 
     /// The client the workspace lives on.
@@ -125,11 +157,19 @@ impl PipelineWorkspace {
         &self.client
     }
 
-    /// The device buffer holding the current window's scaled values: `channels * samples()`
-    /// `f32`, channel-major, at the start of a buffer of `channels * max_samples()`.
+    /// The device buffer holding the current window's result (scaled, then through the
+    /// pipeline): `channels * samples()` `f32`, channel-major, at the start of a buffer of
+    /// `channels * max_samples()`. Valid until the next window is processed.
     #[must_use]
     pub fn output(&self) -> &Handle {
         &self.output
+    }
+
+    /// The device buffer holding the current window's scaled values, before the pipeline
+    /// (the same as [`output`](Self::output) when the pipeline is empty).
+    #[must_use]
+    pub fn scaled(&self) -> &Handle {
+        &self.scaled
     }
 
     /// Sets the per-channel gains and offsets applied to stored values
@@ -250,12 +290,11 @@ impl PipelineWorkspace {
             format,
             &gains,
             &offsets,
-            &self.output,
+            &self.scaled,
             self.channels,
             samples,
         )?;
-        self.samples = samples;
-        self.flush()
+        self.run_pipeline(samples)
     }
 
     /// Uploads a window of scaled `f32` values (`channels * samples`, channel-major) into
@@ -289,13 +328,24 @@ impl PipelineWorkspace {
     pub fn process_chunk_upload(&mut self, values: Bytes, samples: usize) -> Result<()> {
         self.check_window(samples, values.len(), 4, "scaled window")?;
         if !values.is_empty() {
-            self.write(&self.output, values);
+            self.write(&self.scaled, values);
         }
+        self.run_pipeline(samples)
+    }
+
+    /// Runs the pipeline on the scaled window of `samples` per channel and flushes.
+    fn run_pipeline(&mut self, samples: usize) -> Result<()> {
         self.samples = samples;
+        self.output = self.scaled.clone();
+        if samples > 0 {
+            self.output = self
+                .pipeline
+                .run(&self.client, &self.scaled, self.channels, samples)?;
+        }
         self.flush()
     }
 
-    /// Reads the current window's scaled values back to the host (waits for the device).
+    /// Reads the current window's result values back to the host (waits for the device).
     /// For tests and for results that must leave the device; the pipeline itself never calls it.
     ///
     /// # Errors

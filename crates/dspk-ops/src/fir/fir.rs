@@ -148,6 +148,10 @@ impl Stage for Fir {
         self.taps.len() - 1
     }
 
+    fn device_allocations(&self) -> usize {
+        usize::from(self.device.is_some())
+    }
+
     fn apply(
         &mut self,
         client: &Client,

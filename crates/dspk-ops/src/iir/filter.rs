@@ -399,6 +399,10 @@ impl Stage for SosFilter {
         self.settling
     }
 
+    fn device_allocations(&self) -> usize {
+        SosFilter::device_allocations(self)
+    }
+
     fn apply(
         &mut self,
         client: &Client,

@@ -21,6 +21,12 @@ pub trait Stage: Send {
     /// Zero for stages that work sample by sample (common reference, whitening).
     fn settling(&self) -> usize;
 
+    /// Device buffers the stage has allocated so far (coefficients, scratch); constant once
+    /// windows stop growing. Stages without buffers of their own keep the default, zero.
+    fn device_allocations(&self) -> usize {
+        0
+    }
+
     /// Applies the stage: `input` and `output` are distinct buffers of at least
     /// `channels * samples` `f32`. Scratch buffers a stage needs are allocated on first use
     /// and kept, so steady-state windows allocate nothing on the device.

@@ -1,0 +1,165 @@
+//! `Pipeline`: stages applied in turn on the device with two ping-pong buffers.
+
+use cubecl::client::Client;
+use cubecl::server::Handle;
+
+use super::Stage;
+use crate::buffers::empty_f32;
+use crate::launch::{check_buffer, checked_values};
+use crate::{Error, Result};
+
+/// An ordered list of [`Stage`]s applied to a `[channels, samples]` `f32` window on the
+/// device. Stage 1 reads the input buffer and writes buffer A, stage 2 reads A and writes B,
+/// stage 3 writes A again, and so on: two device buffers whatever the number of stages,
+/// allocated once for the largest window, and nothing read back between stages.
+///
+/// ```no_run
+/// # fn demo(client: &cubecl::client::Client, window: &cubecl::server::Handle) -> dspk_ops::Result<()> {
+/// use dspk_ops::{CommonReference, Pipeline, Reference, SosFilter, design};
+/// let highpass = design::butter(3, design::Band::Highpass(300.0), 30_000.0)?;
+/// let mut pipeline = Pipeline::new()
+///     .with(CommonReference::new(Reference::Mean))
+///     .with(SosFilter::zero_phase(&highpass)?);
+/// let halo = pipeline.settling(); // halo each window needs on each side
+/// let result = pipeline.run(client, window, 384, 60_000)?;
+/// # let _ = (halo, result); Ok(()) }
+/// ```
+#[derive(Default)]
+pub struct Pipeline {
+    stages: Vec<Box<dyn Stage>>,
+    /// The two ping-pong buffers and the values each holds.
+    buffers: Option<(usize, [Handle; 2])>,
+    allocations: usize,
+}
+
+impl std::fmt::Debug for Pipeline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pipeline")
+            .field("stages", &self.stage_names())
+            .field("allocations", &self.allocations)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Pipeline {
+    /// A pipeline with no stages (its result is its input).
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The pipeline with `stage` appended.
+    #[must_use]
+    pub fn with(mut self, stage: impl Stage + 'static) -> Self {
+        self.stages.push(Box::new(stage));
+        self
+    }
+
+    /// Appends `stage`.
+    pub fn push(&mut self, stage: Box<dyn Stage>) {
+        self.stages.push(stage);
+    }
+
+    /// The stages' names, in order.
+    #[must_use]
+    pub fn stage_names(&self) -> Vec<&str> {
+        self.stages.iter().map(|s| s.name()).collect()
+    }
+
+    /// Number of stages.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.stages.len()
+    }
+
+    /// Whether the pipeline has no stages.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.stages.is_empty()
+    }
+
+    /// The halo, in samples on each side, a window needs so that its samples outside the halo
+    /// equal those of the whole recording processed at once: the sum of the stages' settling
+    /// lengths (each stage's dependence reaches through the ones after it).
+    #[must_use]
+    pub fn settling(&self) -> usize {
+        self.stages.iter().map(|s| s.settling()).sum()
+    }
+
+    /// Allocates the two ping-pong buffers for windows of up to `channels * max_samples`
+    /// values now, rather than on the first [`run`](Self::run) (so the device memory a
+    /// workspace needs is claimed up front).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::OverLimit`] over 32-bit indexing.
+    pub fn reserve(&mut self, client: &Client, channels: usize, max_samples: usize) -> Result<()> {
+        self.ping_pong(client, channels, max_samples).map(|_| ())
+    }
+
+    /// The two ping-pong buffers, (re)allocated when they hold fewer than
+    /// `channels * samples` values.
+    fn ping_pong(
+        &mut self,
+        client: &Client,
+        channels: usize,
+        samples: usize,
+    ) -> Result<[Handle; 2]> {
+        let values = checked_values("pipeline buffers", channels, samples)?;
+        match &self.buffers {
+            Some((held, buffers)) if *held >= values => Ok(buffers.clone()),
+            _ => {
+                let buffers = [empty_f32(client, values), empty_f32(client, values)];
+                self.buffers = Some((values, buffers.clone()));
+                self.allocations += 2;
+                Ok(buffers)
+            }
+        }
+    }
+
+    /// Device buffers the pipeline and its stages have allocated so far.
+    #[must_use]
+    pub fn device_allocations(&self) -> usize {
+        self.allocations
+            + self
+                .stages
+                .iter()
+                .map(|s| s.device_allocations())
+                .sum::<usize>()
+    }
+
+    /// Runs every stage on `channels x samples` values of `input` (not modified) and returns
+    /// the buffer holding the result: `input` itself when there are no stages, else one of
+    /// the two ping-pong buffers (valid until the next run). Work is queued, not waited for.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Shape`] when `input` is too small; a stage's error, prefixed by its name in
+    /// [`Error::Stage`].
+    pub fn run(
+        &mut self,
+        client: &Client,
+        input: &Handle,
+        channels: usize,
+        samples: usize,
+    ) -> Result<Handle> {
+        let values = checked_values("pipeline window", channels, samples)?;
+        check_buffer("pipeline input", input, values * 4)?;
+        if self.stages.is_empty() {
+            return Ok(input.clone());
+        }
+        let [a, b] = self.ping_pong(client, channels, samples)?;
+        let mut source = input.clone();
+        for (index, stage) in self.stages.iter_mut().enumerate() {
+            let target = if index % 2 == 0 { &a } else { &b };
+            stage
+                .apply(client, &source, target, channels, samples)
+                .map_err(|e| Error::Stage {
+                    stage: format!("{} (stage {index})", stage.name()),
+                    source: Box::new(e),
+                })?;
+            source = target.clone();
+        }
+        Ok(source)
+    }
+}
