@@ -1,7 +1,10 @@
-//! Shared helpers for dspk's runnable examples and benchmarks: progress bars and human-readable
-//! sizes and rates. (The library crates never print; examples do.)
+//! Shared helpers for dspk's runnable examples and benchmarks: progress bars, human-readable
+//! sizes and rates, and a synthetic recording with known spikes ([`spikes`]). (The library
+//! crates never print; examples do.)
 
 #![forbid(unsafe_code)]
+
+pub mod spikes;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
