@@ -1,0 +1,104 @@
+//! Files read at explicit offsets (`pread`), shared by every reader of uncompressed data.
+
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use crate::{Error, Result};
+
+/// A file opened for positional reads: no shared cursor, so any number of threads read at once.
+#[derive(Debug)]
+pub(crate) struct DataFile {
+    file: File,
+    path: PathBuf,
+    len: u64,
+}
+
+impl DataFile {
+    /// Opens `path` and records its length.
+    pub(crate) fn open(path: &Path) -> Result<Self> {
+        let file = File::open(path).map_err(|e| Error::io(path, "open", e))?;
+        let len = file
+            .metadata()
+            .map_err(|e| Error::io(path, "read metadata", e))?
+            .len();
+        Ok(Self {
+            file,
+            path: path.to_path_buf(),
+            len,
+        })
+    }
+
+    /// The file's length when it was opened.
+    pub(crate) fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// The file's path.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Fills `buf` with the bytes at `offset`; a file that ends first is an error.
+    pub(crate) fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        if buf.is_empty() {
+            return Ok(());
+        }
+        read_exact_at(&self.file, offset, buf).map_err(|e| {
+            Error::io(
+                &self.path,
+                format!("read {} bytes at offset {offset}", buf.len()),
+                e,
+            )
+        })
+    }
+}
+
+#[cfg(unix)]
+fn read_exact_at(file: &File, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
+    std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
+}
+
+#[cfg(windows)]
+fn read_exact_at(file: &File, mut offset: u64, mut buf: &mut [u8]) -> std::io::Result<()> {
+    use std::os::windows::fs::FileExt;
+    while !buf.is_empty() {
+        match file.seek_read(buf, offset) {
+            Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => {
+                buf = &mut buf[n..];
+                offset += n as u64;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Reads a small metadata file (a sidecar, a `.zarray`) whole, refusing files over `limit`
+/// bytes before reading them.
+pub(crate) fn read_small_file(path: &Path, limit: u64) -> Result<Vec<u8>> {
+    let file = File::open(path).map_err(|e| Error::io(path, "open", e))?;
+    let len = file
+        .metadata()
+        .map_err(|e| Error::io(path, "read metadata", e))?
+        .len();
+    if len > limit {
+        return Err(Error::TooLarge {
+            path: path.to_path_buf(),
+            what: "metadata file".into(),
+            size: len,
+            limit,
+        });
+    }
+    let mut bytes = Vec::new();
+    // `take` bounds the read even if the file grows after the check.
+    file.take(limit)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::io(path, "read", e))?;
+    Ok(bytes)
+}
+
+/// The largest metadata file read whole (sidecars, `binary.json`): 16 MiB.
+pub(crate) const METADATA_LIMIT: u64 = 16 << 20;

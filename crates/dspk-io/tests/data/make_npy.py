@@ -1,0 +1,31 @@
+"""Writes the small .npy/.npz test files of dspk-io's tests (run from this folder).
+
+Requires numpy. The stored matrix is the one of ../shared/fixtures/README.md, computed here
+from its formula, so the files need nothing else.
+"""
+
+import numpy as np
+
+
+def matrix(n=3000, c=4):
+    t = np.arange(n, dtype=np.uint64)[:, None]
+    ch = np.arange(c, dtype=np.uint64)[None, :]
+    h = (t * np.uint64(2654435761) + ch * np.uint64(40503)) % np.uint64(2**32)
+    v = ((37 * (ch + 1) * t + 1000 * ch) % 4001).astype(np.int64) - 2000 + ((h >> np.uint64(24)).astype(np.int64) - 128)
+    v[100, :] = 32767
+    v[101, :] = -32768
+    return v.astype(np.int16)
+
+
+m = matrix()
+np.save("matrix_c_le.npy", m)
+np.save("matrix_c_be.npy", m.astype(">i2"))
+np.save("matrix_f_le.npy", np.asfortranarray(m))
+np.save("matrix_f_be.npy", np.asfortranarray(m.astype(">i2")))
+np.save("gains_be_f8.npy", np.array([0.195, 0.5, 1.0, 2.34375], dtype=">f8"))
+np.save("ids_u2.npy", np.array(["A0", "A1", "A2", "A3"], dtype="<U2"))
+np.save("small_f_i4.npy", np.asfortranarray(np.arange(24, dtype="<i4").reshape(2, 3, 4)))
+np.save("floats_f4.npy", np.array([1.5, -2.25], dtype="<f4"))
+# numpy writes every .npz member with zip64 extra fields (force_zip64=True).
+np.savez("arrays.npz", matrix=m, gains=np.array([0.195, 0.5, 1.0, 2.34375]))
+np.savez_compressed("arrays_compressed.npz", matrix=m, ids=np.array(["A0", "A1", "A2", "A3"]))
