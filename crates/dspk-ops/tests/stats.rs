@@ -1,0 +1,280 @@
+//! Per-channel mean, standard deviation, median and MAD noise on every runtime compiled in,
+//! against numpy reference files and f64 host references on seeded random inputs.
+
+use std::collections::HashMap;
+
+use cubecl::client::Client;
+use cubecl::server::Handle;
+use dspk_core::test_util::{Rng, assert_close, for_each_runtime};
+use dspk_ops::buffers::{download_f32, empty_f32, upload_f32};
+use dspk_ops::{
+    Error, channel_mean, channel_mean_into, channel_median, channel_median_into, channel_std,
+    channel_std_into, mad_noise, mad_noise_into,
+};
+
+/// One case written by `tests/reference/cases_stats.py`: named f64 arrays with their shapes.
+/// (A local reader of the `.ref` format: `tests/common/mod.rs` does not compile yet.)
+struct Reference(HashMap<String, (Vec<usize>, Vec<f64>)>);
+
+impl Reference {
+    fn load(name: &str) -> Self {
+        let path = format!("{}/tests/reference/{name}.ref", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let parse = |line: &str| {
+            let (key, rest) = line.split_once(": shape").expect("key: shape ... | ...");
+            let (shape, values) = rest.split_once('|').expect("shape | values");
+            let shape = shape.split_whitespace().map(|d| d.parse().unwrap());
+            let values = values.split_whitespace().map(|v| v.parse().unwrap());
+            (key.trim().to_string(), (shape.collect(), values.collect()))
+        };
+        let lines = text
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.trim().is_empty());
+        Self(lines.map(parse).collect())
+    }
+
+    fn shape(&self, key: &str) -> &[usize] {
+        &self.0[key].0
+    }
+
+    fn values(&self, key: &str) -> &[f64] {
+        &self.0[key].1
+    }
+
+    fn values_f32(&self, key: &str) -> Vec<f32> {
+        self.values(key).iter().map(|&v| v as f32).collect()
+    }
+}
+
+/// Random channels: noise around a per-channel offset; every third channel quantised to
+/// multiples of 4 (repeated values, as int16 data), and some exact zeros and negative zeros.
+fn random_window(channels: usize, samples: usize, rng: &mut Rng) -> Vec<f32> {
+    let mut x = Vec::with_capacity(channels * samples);
+    for c in 0..channels {
+        let offset = rng.uniform(-300.0, 300.0);
+        for _ in 0..samples {
+            let noise: f64 = (0..4).map(|_| rng.uniform(-10.0, 10.0)).sum();
+            let mut value = offset + noise;
+            if c % 3 == 2 {
+                value = (value / 4.0).round() * 4.0;
+            }
+            if rng.below(50) == 0 {
+                value = if rng.below(2) == 0 { 0.0 } else { -0.0 };
+            }
+            x.push(value as f32);
+        }
+    }
+    x
+}
+
+/// The f64 mean, standard deviation (ddof 0) and mean absolute value of `row`.
+fn moments(row: &[f32]) -> (f64, f64, f64) {
+    let n = row.len() as f64;
+    let mean = row.iter().map(|&v| f64::from(v)).sum::<f64>() / n;
+    let var = row
+        .iter()
+        .map(|&v| (f64::from(v) - mean).powi(2))
+        .sum::<f64>()
+        / n;
+    let abs = row.iter().map(|&v| f64::from(v).abs()).sum::<f64>() / n;
+    (mean, var.sqrt(), abs)
+}
+
+/// `np.median` of `row` on a float32 array: the middle element, or the f32 mean of the two
+/// middle elements.
+fn median(row: &[f32]) -> f32 {
+    let mut sorted = row.to_vec();
+    sorted.sort_by(f32::total_cmp);
+    let n = sorted.len();
+    if n % 2 == 1 {
+        sorted[n / 2]
+    } else {
+        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+    }
+}
+
+/// Checks all four statistics of `x` against the host references.
+fn check_window(client: &Client, what: &str, x: &[f32], channels: usize) {
+    let samples = x.len() / channels;
+    let input = upload_f32(client, x);
+    let means = channel_mean(client, &input, channels, samples).unwrap();
+    let stds = channel_std(client, &input, channels, samples).unwrap();
+    let medians = channel_median(client, &input, channels, samples).unwrap();
+    let noise = mad_noise(client, &input, channels, samples).unwrap();
+    for c in 0..channels {
+        let row = &x[c * samples..(c + 1) * samples];
+        let (mean, std, abs) = moments(row);
+        let what = format!("{what} channel {c}");
+        // Mean: within 1e-6 of mean(|x|) (a few f32 roundings of the compensated tree sum).
+        assert_close(
+            &format!("{what} mean"),
+            &means[c..=c],
+            &[mean],
+            1e-6 * abs,
+            0.0,
+        );
+        // Std: 1e-5 relative, plus the mean's error as an absolute floor.
+        assert_close(
+            &format!("{what} std"),
+            &stds[c..=c],
+            &[std],
+            1e-6 * abs,
+            1e-5,
+        );
+        // Median: exact.
+        let expected = median(row);
+        assert_eq!(medians[c], expected, "{what} median");
+        // MAD noise: the exact median of |x|, one f32 division (1 ulp).
+        let abs_row: Vec<f32> = row.iter().map(|v| v.abs()).collect();
+        let expected = f64::from(median(&abs_row)) / 0.6745;
+        assert_close(
+            &format!("{what} mad"),
+            &noise[c..=c],
+            &[expected],
+            1e-30,
+            1.2e-7,
+        );
+    }
+}
+
+#[test]
+fn statistics_match_numpy_reference_files() {
+    for_each_runtime(|target, client| {
+        for name in ["stats_odd", "stats_even"] {
+            let reference = Reference::load(name);
+            let [channels, samples] = reference.shape("x") else {
+                panic!("{name}: x is not 2-D")
+            };
+            let (channels, samples) = (*channels, *samples);
+            let x = reference.values_f32("x");
+            let input = upload_f32(client, &x);
+            let what = format!("{target} {name}");
+            let abs = x.iter().map(|v| f64::from(v.abs())).sum::<f64>() / x.len() as f64;
+            let means = channel_mean(client, &input, channels, samples).unwrap();
+            assert_close(&what, &means, reference.values("mean"), 1e-6 * abs, 0.0);
+            let stds = channel_std(client, &input, channels, samples).unwrap();
+            assert_close(&what, &stds, reference.values("std"), 0.0, 1e-5);
+            let medians = channel_median(client, &input, channels, samples).unwrap();
+            assert_close(&what, &medians, reference.values("median"), 0.0, 0.0);
+            let noise = mad_noise(client, &input, channels, samples).unwrap();
+            assert_close(&what, &noise, reference.values("madnoise"), 0.0, 1.2e-7);
+        }
+    });
+}
+
+#[test]
+fn statistics_match_f64_references_on_odd_sizes() {
+    for_each_runtime(|target, client| {
+        let mut rng = Rng::new(4242);
+        for (channels, samples) in [(1, 1), (1, 2), (3, 17), (2, 64), (7, 1001), (5, 4099)] {
+            let x = random_window(channels, samples, &mut rng);
+            check_window(
+                client,
+                &format!("{target} {channels}x{samples}"),
+                &x,
+                channels,
+            );
+        }
+        // A long channel: four levels of the tree sum, a large offset beside the spread.
+        let mut x = random_window(1, 40_001, &mut rng);
+        for v in &mut x {
+            *v += 10_000.0;
+        }
+        check_window(client, &format!("{target} 1x40001"), &x, 1);
+    });
+}
+
+#[test]
+fn device_outputs_equal_downloaded_ones() {
+    for_each_runtime(|target, client| {
+        let mut rng = Rng::new(7);
+        let (channels, samples) = (3, 333);
+        let x = random_window(channels, samples, &mut rng);
+        let input = upload_f32(client, &x);
+        let output = empty_f32(client, channels);
+        type Into = fn(&Client, &Handle, &Handle, usize, usize) -> dspk_ops::Result<()>;
+        type Download = fn(&Client, &Handle, usize, usize) -> dspk_ops::Result<Vec<f32>>;
+        let ops: [(&str, Into, Download); 4] = [
+            ("mean", channel_mean_into, channel_mean),
+            ("std", channel_std_into, channel_std),
+            ("median", channel_median_into, channel_median),
+            ("mad", mad_noise_into, mad_noise),
+        ];
+        for (name, into, download) in ops {
+            into(client, &input, &output, channels, samples).unwrap();
+            let on_device = download_f32(client, &output, channels).unwrap();
+            let downloaded = download(client, &input, channels, samples).unwrap();
+            assert_eq!(on_device, downloaded, "{target} {name}");
+        }
+    });
+}
+
+#[test]
+fn nan_gives_nan_and_infinities_follow_numpy() {
+    for_each_runtime(|target, client| {
+        let samples = 9;
+        let mut x: Vec<f32> = (0..3 * samples).map(|i| (i % 7) as f32 - 3.0).collect();
+        x[samples + 4] = f32::NAN; // channel 1
+        x[2 * samples + 8] = f32::INFINITY; // channel 2
+        let input = upload_f32(client, &x);
+        let means = channel_mean(client, &input, 3, samples).unwrap();
+        let stds = channel_std(client, &input, 3, samples).unwrap();
+        let medians = channel_median(client, &input, 3, samples).unwrap();
+        let noise = mad_noise(client, &input, 3, samples).unwrap();
+        for (name, values) in [("mean", &means), ("std", &stds), ("median", &medians)] {
+            assert!(values[0].is_finite(), "{target} {name}: {values:?}");
+            assert!(
+                values[1].is_nan(),
+                "{target} {name}: NaN gave {}",
+                values[1]
+            );
+        }
+        assert!(noise[1].is_nan(), "{target} mad: NaN gave {}", noise[1]);
+        // numpy: mean inf, std nan, median finite (inf is just the largest value).
+        assert_eq!(means[2], f32::INFINITY, "{target}");
+        assert!(stds[2].is_nan(), "{target}: std with inf gave {}", stds[2]);
+        assert_eq!(medians[2], median(&x[2 * samples..]), "{target}");
+    });
+}
+
+#[test]
+fn bad_arguments_are_refused() {
+    for_each_runtime(|target, client| {
+        let input = upload_f32(client, &[1.0; 10]);
+        let error = channel_mean(client, &input, 2, 0).unwrap_err();
+        assert!(
+            matches!(error, Error::InvalidParameter { .. }),
+            "{target}: {error}"
+        );
+        let error = channel_median(client, &input, 2, 6).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                Error::Shape {
+                    what: "input buffer",
+                    expected: 48,
+                    actual: 40,
+                    ..
+                }
+            ),
+            "{target}: {error}"
+        );
+        let error = channel_std_into(client, &input, &empty_f32(client, 1), 2, 5).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                Error::Shape {
+                    what: "output buffer",
+                    ..
+                }
+            ),
+            "{target}: {error}"
+        );
+        let error = mad_noise(client, &input, 1 << 20, 1 << 13).unwrap_err();
+        assert!(
+            matches!(error, Error::OverLimit { .. }),
+            "{target}: {error}"
+        );
+        assert!(channel_mean(client, &input, 0, 5).unwrap().is_empty());
+    });
+}
