@@ -7,6 +7,7 @@ use cubecl::server::Handle;
 
 use super::kernel;
 use crate::buffers::upload_f32;
+use crate::design::{PolyphaseFilter, resample_poly_filter};
 use crate::launch::{CUBE_DIM, check_buffer, checked_values, cube_count};
 use crate::pipeline::Stage;
 use crate::{Error, Result};
@@ -16,10 +17,11 @@ use crate::{Error, Result};
 ///
 /// - [`Fir::lfilter`]: `scipy.signal.lfilter(taps, [1.0], x)` along time, zero initial state:
 ///   `y[t] = sum_j taps[j] x[t - j]`.
-/// - [`Fir::resampler`]: the filtering and index bookkeeping of `scipy.signal.resample_poly`
-///   (`padtype="constant"`, zeros outside the input) for the given taps: output sample `m` is
-///   `sum_j h[j] xu[m * down + (len(h) - 1) / 2 - j]` with `h = taps * up` and `xu` the input
-///   upsampled by `up` with zeros; `ceil(samples * up / down)` outputs per channel.
+/// - [`Fir::resample`], [`Fir::resample_poly`]: `scipy.signal.resample_poly`
+///   (`padtype="constant"`, zeros outside the input): output sample `m` is
+///   `sum_j h[j] xu[m * down + half_len - j]` with `h` the filter's taps (already times `up`)
+///   and `xu` the input upsampled by `up` with zeros; `ceil(samples * up / down)` outputs per
+///   channel.
 ///
 /// Sums run in `f32` over the taps in order; the result is within about `taps * 2^-24` of
 /// the `f64` sum relative to `sum |h[j] x|`. NaN propagates to every output whose sum
@@ -50,30 +52,46 @@ impl Fir {
         })
     }
 
-    /// A polyphase resampler by `up / down` with the given filter `taps` (designed for rate
-    /// `up` times the input's): `scipy.signal.resample_poly(x, up, down, window=taps)`.
-    /// `up` and `down` are reduced by their greatest common divisor first, as scipy does.
+    /// A polyphase resampler for a designed filter:
+    /// `scipy.signal.resample_poly(x, filter.up, filter.down, window=...)` with the filter
+    /// [`resample_poly_filter`](crate::design::resample_poly_filter) designs by default, or
+    /// any [`PolyphaseFilter`].
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidParameter`] for a zero factor or bad taps.
-    pub fn resampler(up: usize, down: usize, taps: &[f64]) -> Result<Self> {
-        if up == 0 || down == 0 {
+    /// [`Error::InvalidParameter`] for a zero factor, no taps, a non-finite tap, or a centre
+    /// tap past the end.
+    pub fn resample(filter: &PolyphaseFilter) -> Result<Self> {
+        check_taps(&filter.taps)?;
+        if filter.up == 0 || filter.down == 0 || filter.half_len >= filter.taps.len() {
             return Err(Error::InvalidParameter {
-                what: "resample_poly: up and down",
-                reason: format!("up = {up}, down = {down}; both must be at least 1"),
+                what: "resample_poly: filter",
+                reason: format!(
+                    "up = {}, down = {}, centre {} of {} taps",
+                    filter.up,
+                    filter.down,
+                    filter.half_len,
+                    filter.taps.len()
+                ),
             });
         }
-        check_taps(taps)?;
-        let g = gcd(up, down);
-        let (up, down) = (up / g, down / g);
         Ok(Self {
-            taps: taps.iter().map(|&t| t * up as f64).collect(),
-            up,
-            down,
-            shift: (taps.len() - 1) / 2,
+            taps: filter.taps.clone(),
+            up: filter.up,
+            down: filter.down,
+            shift: filter.half_len,
             device: None,
         })
+    }
+
+    /// `scipy.signal.resample_poly(x, up, down)` with scipy's default filter (Kaiser window,
+    /// beta 5, see [`resample_poly_filter`](crate::design::resample_poly_filter)).
+    ///
+    /// # Errors
+    ///
+    /// As [`resample_poly_filter`](crate::design::resample_poly_filter).
+    pub fn resample_poly(up: usize, down: usize) -> Result<Self> {
+        Self::resample(&resample_poly_filter(up, down)?)
     }
 
     /// Output samples per channel for `samples` input samples: `ceil(samples * up / down)`.
@@ -184,8 +202,4 @@ fn check_taps(taps: &[f64]) -> Result<()> {
         });
     }
     Ok(())
-}
-
-fn gcd(a: usize, b: usize) -> usize {
-    if b == 0 { a } else { gcd(b, a % b) }
 }

@@ -7,9 +7,22 @@ use cubecl::server::Handle;
 use super::kernel;
 use super::plan::Plan;
 use crate::buffers::{empty_f32, upload_f32};
+use crate::design::host::sosfiltfilt_padlen;
+use crate::design::{Sos, sosfilt_zi};
 use crate::launch::{CUBE_DIM, check_buffer, checked_values, cube_count};
 use crate::pipeline::Stage;
 use crate::{Error, Result};
+
+/// Relative level below which the impulse response counts as settled (halo sizing). The error
+/// a window edge leaves is bounded by the response's tail sum times the signal, so the level is
+/// set well below the `f32` rounding (a 300 Hz third-order Butterworth high-pass at 30 kHz
+/// settles in 450 samples).
+const SETTLED: f64 = 1e-8;
+
+/// Samples after which `sos`'s impulse response stays below [`SETTLED`] of its peak.
+fn settling(sos: &Sos) -> Result<usize> {
+    sos.settling_length(SETTLED)
+}
 
 /// Default samples per block: enough units to fill a large GPU for a 60 000-sample window
 /// (384 channels x 235 blocks) while the per-channel scan over blocks stays short.
@@ -95,9 +108,53 @@ impl Scratch {
 }
 
 impl SosFilter {
+    /// `scipy.signal.sosfilt(sos, x)` along time (`initial` = [`Initial::Zero`]) or with
+    /// `zi = sosfilt_zi(sos) * x[0]` ([`Initial::SteadyState`]). Its settling length (the
+    /// halo a window needs) is where the impulse response stays below `1e-8` of its peak.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameter`] for more than [`MAX_SECTIONS`] sections, or a filter that
+    /// does not settle (a pole on or outside the unit circle).
+    pub fn forward(sos: &Sos, initial: Initial) -> Result<Self> {
+        let zi = match initial {
+            Initial::Zero => Vec::new(),
+            Initial::SteadyState => sosfilt_zi(sos)?,
+        };
+        Self::from_parts(sos.sections(), &zi, Mode::Forward(initial), settling(sos)?)
+    }
+
+    /// `scipy.signal.sosfiltfilt(sos, x)` along time: odd padding of scipy's default `padlen`
+    /// (`3 * (2 * sections + 1 - ...)`, see [`sosfiltfilt_padlen`]), each pass started from
+    /// `sosfilt_zi` times its first sample. Settling length as [`forward`](Self::forward):
+    /// the zero-phase response reaches as far on each side.
+    ///
+    /// # Errors
+    ///
+    /// As [`forward`](Self::forward), and for a section with a pole at `z = 1`.
+    pub fn zero_phase(sos: &Sos) -> Result<Self> {
+        let padlen = sosfiltfilt_padlen(sos);
+        Self::from_parts(
+            sos.sections(),
+            &sosfilt_zi(sos)?,
+            Mode::ZeroPhase { padlen },
+            settling(sos)?,
+        )
+    }
+
+    /// The zero-phase filter with `padlen` samples of odd padding instead of scipy's default
+    /// (`sosfiltfilt(..., padlen=padlen)`); no effect on a forward filter.
+    #[must_use]
+    pub fn with_padlen(mut self, padlen: usize) -> Self {
+        if let Mode::ZeroPhase { .. } = self.mode {
+            self.mode = Mode::ZeroPhase { padlen };
+        }
+        self
+    }
+
     /// A filter from scipy-layout sections (`[b0, b1, b2, a0, a1, a2]` rows), the steady-state
     /// initial state per section (`sosfilt_zi`), the mode and the settling length.
-    pub(crate) fn from_parts(
+    fn from_parts(
         sections: &[[f64; 6]],
         zi: &[[f64; 2]],
         mode: Mode,

@@ -28,9 +28,9 @@ impl Reference {
             if line.starts_with('#') || line.trim().is_empty() {
                 continue;
             }
-            let bad = || panic!("{}:{}: malformed line", path.display(), number + 1);
-            let (key, rest) = line.split_once(": shape").unwrap_or_else(bad);
-            let (shape, values) = rest.split_once('|').unwrap_or_else(bad);
+            let bad = || -> ! { panic!("{}:{}: malformed line", path.display(), number + 1) };
+            let (key, rest) = line.split_once(": shape").unwrap_or_else(|| bad());
+            let (shape, values) = rest.split_once('|').unwrap_or_else(|| bad());
             let shape: Vec<usize> = shape
                 .split_whitespace()
                 .map(|d| d.parse().unwrap_or_else(|_| bad()))

@@ -1,0 +1,322 @@
+//! Device filters (IIR, FIR, resampling, decimation) against scipy on every runtime compiled
+//! in, chunked against whole, and NaN handling.
+//!
+//! Tolerances: the device filters in `f32` and scipy in `f64`; outputs are compared with an
+//! absolute tolerance of `TOL` times the largest magnitude of the reference output (signals
+//! here are tens to hundreds of microvolts with a DC offset): the rounding of `f32` states over
+//! a few hundred samples of recursion stays near `1e-6` of the signal, and `TOL = 1e-5` leaves
+//! a margin of 10 over what the runtimes give.
+
+mod common;
+
+use common::Reference;
+use cubecl::client::Client;
+use dspk_core::test_util::{Rng, assert_close, for_each_runtime};
+use dspk_ops::buffers::{download_f32, empty_f32, upload_f32};
+use dspk_ops::design::host::{self, DecimateFilter};
+use dspk_ops::design::{Band, Sos, butter};
+use dspk_ops::{Decimate, Error, Fir, Initial, Pipeline, SosFilter, Stage};
+
+const TOL: f64 = 1e-5;
+
+/// For the 60 Hz notch, see `iir_filters_match_scipy`.
+const NOTCH_TOL: f64 = 1e-3;
+
+fn sos_from(reference: &Reference, key: &str) -> Sos {
+    let rows = reference
+        .values(key)
+        .chunks_exact(6)
+        .map(|r| [r[0], r[1], r[2], r[3], r[4], r[5]])
+        .collect();
+    Sos::new(rows).unwrap()
+}
+
+/// Runs `run` on the reference input (`[channels, samples]`) and compares with `key`.
+fn check(
+    client: &Client,
+    reference: &Reference,
+    key: &str,
+    tol: f64,
+    out_len: impl Fn(usize) -> usize,
+    run: impl FnOnce(&Client, &cubecl::server::Handle, &cubecl::server::Handle, usize, usize),
+) {
+    let shape = reference.shape("x");
+    let (channels, samples) = (shape[0], shape[1]);
+    let input = upload_f32(client, &reference.values_f32("x"));
+    let n_out = out_len(samples);
+    let output = empty_f32(client, channels * n_out);
+    run(client, &input, &output, channels, samples);
+    let expected = reference.values(key);
+    assert_eq!(expected.len(), channels * n_out, "{key}: output length");
+    let actual = download_f32(client, &output, expected.len()).unwrap();
+    let scale = expected.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    let worst = actual
+        .iter()
+        .zip(expected)
+        .map(|(&a, &e)| (f64::from(a) - e).abs())
+        .fold(0.0, f64::max);
+    eprintln!(
+        "{key}: largest difference {:.2e} of the output's peak",
+        worst / scale
+    );
+    assert_close(key, &actual, expected, tol * scale, 0.0);
+}
+
+#[test]
+fn iir_filters_match_scipy() {
+    for_each_runtime(|_, client| {
+        for (case, sos_key, keys) in [
+            (
+                "filters_highpass",
+                "sos",
+                &["sosfiltfilt", "sosfilt", "sosfilt_steady"][..],
+            ),
+            ("filters_bandpass", "sos", &["sosfiltfilt"][..]),
+            ("filters_bandpass", "notch", &["notch_sosfiltfilt"][..]),
+        ] {
+            let reference = Reference::load(case);
+            let sos = sos_from(&reference, sos_key);
+            // The 60 Hz notch (Q = 30) has poles 2e-4 from the unit circle: f32 rounding is
+            // amplified by about 1 / (1 - r) = 5000, so it gets a looser bound.
+            let tolerance = if sos_key == "notch" { NOTCH_TOL } else { TOL };
+            for &key in keys {
+                // Small blocks too, so the scan joins many blocks on these short inputs.
+                for block_len in [256, 37] {
+                    let mut filter = SosFilter::with_block_len(
+                        match key {
+                            "sosfilt" => SosFilter::forward(&sos, Initial::Zero),
+                            "sosfilt_steady" => SosFilter::forward(&sos, Initial::SteadyState),
+                            _ => SosFilter::zero_phase(&sos),
+                        }
+                        .unwrap(),
+                        block_len,
+                    )
+                    .unwrap();
+                    check(
+                        client,
+                        &reference,
+                        key,
+                        tolerance,
+                        |n| n,
+                        |c, i, o, ch, s| {
+                            filter.run(c, i, o, ch, s).unwrap();
+                        },
+                    );
+                }
+            }
+        }
+    });
+}
+
+#[test]
+fn fir_resample_and_decimate_match_scipy() {
+    for_each_runtime(|_, client| {
+        let reference = Reference::load("filters_fir");
+        let mut lfilter = Fir::lfilter(reference.values("taps")).unwrap();
+        check(
+            client,
+            &reference,
+            "lfilter",
+            TOL,
+            |n| n,
+            |c, i, o, ch, s| {
+                lfilter.run(c, i, o, ch, s).unwrap();
+            },
+        );
+        for (up, down) in [(3, 2), (1, 3), (2, 1)] {
+            let mut resampler = Fir::resample_poly(up, down).unwrap();
+            let key = format!("resample_{up}_{down}");
+            let out_len = |n: usize| (n * up).div_ceil(down);
+            check(client, &reference, &key, TOL, out_len, |c, i, o, ch, s| {
+                resampler.run(c, i, o, ch, s).unwrap();
+            });
+        }
+        for q in [2, 3] {
+            for (filter, name) in [(DecimateFilter::Iir, "iir"), (DecimateFilter::Fir, "fir")] {
+                let mut decimate = Decimate::new(q, filter).unwrap();
+                let key = format!("decimate_{name}_{q}");
+                check(
+                    client,
+                    &reference,
+                    &key,
+                    TOL,
+                    |n| n.div_ceil(q),
+                    |c, i, o, ch, s| {
+                        decimate.run(c, i, o, ch, s).unwrap();
+                    },
+                );
+            }
+        }
+    });
+}
+
+/// Random inputs of odd sizes against the `f64` host references (themselves tested against
+/// scipy in `tests/design.rs`).
+#[test]
+fn filters_match_host_reference_on_random_inputs() {
+    for_each_runtime(|_, client| {
+        let mut rng = Rng::new(7);
+        let sos = butter(2, Band::Bandpass(300.0, 5000.0), 30_000.0).unwrap();
+        for (channels, samples) in [(1, 31), (3, 17 + 30), (7, 1001), (5, 4099)] {
+            let x: Vec<f64> = (0..channels * samples)
+                .map(|_| rng.uniform(-200.0, 200.0))
+                .collect();
+            let input = upload_f32(client, &x.iter().map(|&v| v as f32).collect::<Vec<_>>());
+            let output = empty_f32(client, x.len());
+            let mut filter = SosFilter::zero_phase(&sos).unwrap();
+            filter
+                .run(client, &input, &output, channels, samples)
+                .unwrap();
+            let expected: Vec<f64> = x
+                .chunks(samples)
+                .flat_map(|row| host::sosfiltfilt(&sos, row, None).unwrap())
+                .collect();
+            let actual = download_f32(client, &output, x.len()).unwrap();
+            let scale = expected.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+            assert_close(
+                &format!("sosfiltfilt {channels}x{samples}"),
+                &actual,
+                &expected,
+                TOL * scale,
+                0.0,
+            );
+
+            let taps: Vec<f64> = (0..13).map(|_| rng.uniform(-1.0, 1.0)).collect();
+            let mut fir = Fir::lfilter(&taps).unwrap();
+            fir.run(client, &input, &output, channels, samples).unwrap();
+            let expected: Vec<f64> = x
+                .chunks(samples)
+                .flat_map(|row| host::lfilter(&taps, &[1.0], row, None).unwrap())
+                .collect();
+            let actual = download_f32(client, &output, x.len()).unwrap();
+            let scale = expected.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+            assert_close(
+                &format!("lfilter {channels}x{samples}"),
+                &actual,
+                &expected,
+                TOL * scale,
+                0.0,
+            );
+        }
+    });
+}
+
+/// Processing a recording in windows with halos of the pipeline's settling length, keeping
+/// each window's owned samples, equals processing it whole: within `2 TOL`, since both runs
+/// carry their own `f32` rounding (each within `TOL` of the `f64` result).
+#[test]
+fn chunked_filtering_equals_whole() {
+    for_each_runtime(|_, client| {
+        let (channels, samples) = (3, 5003);
+        let mut rng = Rng::new(3);
+        let x: Vec<f32> = (0..channels * samples)
+            .map(|_| rng.uniform(-100.0, 100.0) as f32)
+            .collect();
+        let highpass = butter(3, Band::Highpass(300.0), 30_000.0).unwrap();
+        let make = || {
+            Pipeline::new()
+                .with(SosFilter::zero_phase(&highpass).unwrap())
+                .with(Fir::lfilter(&[0.25, 0.5, 0.25]).unwrap())
+        };
+        let mut whole = make();
+        let halo = whole.settling();
+        assert!(
+            halo > 100,
+            "a 300 Hz high-pass settles over hundreds of samples"
+        );
+        let input = upload_f32(client, &x);
+        let result = whole.run(client, &input, channels, samples).unwrap();
+        let expected: Vec<f64> = download_f32(client, &result, x.len())
+            .unwrap()
+            .into_iter()
+            .map(f64::from)
+            .collect();
+        let scale = expected.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        for window in [997, 1500, 2048] {
+            let mut pipeline = make();
+            let mut chunked = vec![0f32; x.len()];
+            let mut start = 0;
+            while start < samples {
+                let end = (start + window).min(samples);
+                let (lo, hi) = (start.saturating_sub(halo), (end + halo).min(samples));
+                let n = hi - lo;
+                let part: Vec<f32> = (0..channels)
+                    .flat_map(|c| x[c * samples + lo..c * samples + hi].iter().copied())
+                    .collect();
+                let input = upload_f32(client, &part);
+                let result = pipeline.run(client, &input, channels, n).unwrap();
+                let out = download_f32(client, &result, part.len()).unwrap();
+                for c in 0..channels {
+                    chunked[c * samples + start..c * samples + end]
+                        .copy_from_slice(&out[c * n + start - lo..c * n + end - lo]);
+                }
+                start = end;
+            }
+            assert_close(
+                &format!("windows of {window} with halo {halo}"),
+                &chunked,
+                &expected,
+                2.0 * TOL * scale,
+                0.0,
+            );
+        }
+    });
+}
+
+/// A NaN sample makes its channel's filtered outputs NaN (from it onwards for a causal filter,
+/// all of them for a zero-phase one) and leaves the other channels finite and correct.
+#[test]
+fn nan_propagates_within_its_channel() {
+    for_each_runtime(|_, client| {
+        let (channels, samples) = (2, 300);
+        let mut x: Vec<f32> = (0..channels * samples).map(|i| (i % 17) as f32).collect();
+        x[samples + 100] = f32::NAN;
+        let input = upload_f32(client, &x);
+        let output = empty_f32(client, x.len());
+        let sos = butter(2, Band::Lowpass(1000.0), 30_000.0).unwrap();
+        let mut forward = SosFilter::forward(&sos, Initial::Zero).unwrap();
+        forward
+            .run(client, &input, &output, channels, samples)
+            .unwrap();
+        let y = download_f32(client, &output, x.len()).unwrap();
+        assert!(y[..samples].iter().all(|v| v.is_finite()));
+        assert!(y[samples..samples + 100].iter().all(|v| v.is_finite()));
+        assert!(y[samples + 100..].iter().all(|v| v.is_nan()));
+        let mut zero_phase = SosFilter::zero_phase(&sos).unwrap();
+        zero_phase
+            .run(client, &input, &output, channels, samples)
+            .unwrap();
+        let y = download_f32(client, &output, x.len()).unwrap();
+        assert!(y[..samples].iter().all(|v| v.is_finite()));
+        assert!(y[samples..].iter().all(|v| v.is_nan()));
+        let mut fir = Fir::lfilter(&[1.0, 1.0, 1.0]).unwrap();
+        fir.run(client, &input, &output, channels, samples).unwrap();
+        let y = download_f32(client, &output, x.len()).unwrap();
+        let nan: Vec<usize> = (0..samples).filter(|&s| y[samples + s].is_nan()).collect();
+        assert_eq!(nan, vec![100, 101, 102]);
+    });
+}
+
+#[test]
+fn bad_arguments_are_errors() {
+    for_each_runtime(|_, client| {
+        let sos = butter(3, Band::Highpass(300.0), 30_000.0).unwrap();
+        let mut filter = SosFilter::zero_phase(&sos).unwrap();
+        let input = upload_f32(client, &[0.0; 40]);
+        let output = empty_f32(client, 40);
+        // Not longer than padlen (12 for an order-3 design: a first- and a second-order section).
+        let err = filter.run(client, &input, &output, 2, 12).unwrap_err();
+        assert!(matches!(err, Error::InvalidParameter { .. }), "{err}");
+        // A buffer smaller than the window.
+        let err = filter.run(client, &input, &output, 2, 30).unwrap_err();
+        assert!(matches!(err, Error::Shape { .. }), "{err}");
+        assert!(Fir::lfilter(&[]).is_err());
+        assert!(Fir::lfilter(&[1.0, f64::NAN]).is_err());
+        assert!(Fir::resample_poly(0, 2).is_err());
+        assert!(Decimate::new(0, DecimateFilter::Iir).is_err());
+        // A resampler is not a stage: it changes the window length.
+        let mut resampler = Fir::resample_poly(2, 1).unwrap();
+        let err = resampler.apply(client, &input, &output, 1, 20).unwrap_err();
+        assert!(matches!(err, Error::InvalidParameter { .. }), "{err}");
+    });
+}
