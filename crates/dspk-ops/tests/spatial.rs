@@ -6,7 +6,10 @@ use std::collections::HashMap;
 use cubecl::client::Client;
 use dspk_core::test_util::{Rng, for_each_runtime};
 use dspk_ops::buffers::{download_f32, empty_f32, upload_f32};
-use dspk_ops::{CommonReference, Error, Reference, Stage, common_reference};
+use dspk_ops::{
+    ChannelMixing, CommonReference, Error, Reference, Stage, Whitening, common_reference,
+    mix_channels,
+};
 
 /// One case of `tests/reference/cases_spatial.py`: named f64 arrays with their shapes.
 ///
@@ -308,5 +311,241 @@ fn common_reference_stage_and_argument_checks() {
         // Empty windows do nothing.
         common_reference(client, &input, &small, 0, samples, Reference::Mean).unwrap();
         common_reference(client, &input, &small, channels, 0, Reference::Median).unwrap();
+    });
+}
+
+/// A mixing matrix in sparse form (`taps` per output channel, row-major) with its dense f64
+/// equivalent (row-major).
+struct Mixing {
+    indices: Vec<usize>,
+    weights: Vec<f64>,
+    dense: Vec<f64>,
+}
+
+impl Mixing {
+    /// The sparse rows of a dense matrix: every input channel, in order.
+    fn from_dense(dense: &[f64], channels: usize) -> Self {
+        Self {
+            indices: (0..channels * channels).map(|i| i % channels).collect(),
+            weights: dense.to_vec(),
+            dense: dense.to_vec(),
+        }
+    }
+
+    /// `(sum_k w[c, k] x[idx[c, k], t], sum_k |w[c, k] x[idx[c, k], t]|)` in f64.
+    fn product(&self, x: &[f32], channels: usize, c: usize, t: usize) -> (f64, f64) {
+        let samples = x.len() / channels;
+        let taps = self.indices.len() / channels;
+        let row = c * taps..(c + 1) * taps;
+        let (mut sum, mut magnitude) = (0.0f64, 0.0f64);
+        for (&k, &w) in self.indices[row.clone()].iter().zip(&self.weights[row]) {
+            let product = w * f64::from(x[k * samples + t]);
+            sum += product;
+            magnitude += product.abs();
+        }
+        (sum, magnitude)
+    }
+}
+
+/// `taps` distinct random input channels per output channel with f32-representable weights.
+fn random_mixing(channels: usize, taps: usize, rng: &mut Rng) -> Mixing {
+    let mut indices = Vec::new();
+    let mut weights = Vec::new();
+    let mut dense = vec![0.0; channels * channels];
+    for c in 0..channels {
+        let mut order: Vec<usize> = (0..channels).collect();
+        for i in 0..taps {
+            let j = i + rng.below((channels - i) as u64) as usize;
+            order.swap(i, j);
+            let w = f64::from(rng.uniform(-1.0, 1.0) as f32);
+            indices.push(order[i]);
+            weights.push(w);
+            dense[c * channels + order[i]] += w;
+        }
+    }
+    Mixing {
+        indices,
+        weights,
+        dense,
+    }
+}
+
+/// Runs `mix_channels` on `x` and reads the result back.
+fn run_mixing(
+    client: &Client,
+    x: &[f32],
+    channels: usize,
+    samples: usize,
+    mixing: &ChannelMixing,
+) -> Vec<f32> {
+    let input = upload_f32(client, x);
+    let output = upload_f32(client, &vec![f32::NAN; x.len()]);
+    mix_channels(client, &input, &output, channels, samples, mixing).unwrap();
+    download_f32(client, &output, x.len()).unwrap()
+}
+
+/// Checks `actual` against `expected` (or, without it, the f64 product of `m` with `x`), per
+/// value within `MIX_REL * sum_k |w[c, k] x[idx[c, k], t]|`.
+fn check_mixed(
+    what: &str,
+    actual: &[f32],
+    expected: Option<&[f64]>,
+    x: &[f32],
+    m: &Mixing,
+    channels: usize,
+) {
+    let samples = x.len() / channels;
+    // Large dense products (debug-build host loops) are checked on every 13th sample and the last.
+    let step = if m.indices.len() * samples > 20_000_000 {
+        13
+    } else {
+        1
+    };
+    for c in 0..channels {
+        for t in (0..samples).step_by(step).chain([samples - 1]) {
+            let (sum, magnitude) = m.product(x, channels, c, t);
+            let e = expected.map_or(sum, |e| e[c * samples + t]);
+            let a = f64::from(actual[c * samples + t]);
+            let tolerance = MIX_REL * magnitude + 1e-30;
+            assert!(
+                (a - e).abs() <= tolerance,
+                "{what}: channel {c} sample {t}: actual {a}, expected {e}, difference {:e}, \
+                 tolerance {tolerance:e}",
+                (a - e).abs()
+            );
+        }
+    }
+}
+
+/// Mixing: f32 products summed in input order, relative to the sum of their magnitudes.
+const MIX_REL: f64 = 1e-5;
+
+#[test]
+fn channel_mixing_matches_numpy_file() {
+    for_each_runtime(|target, client| {
+        let case = NumpyCase::load("spatial_mixing");
+        let (channels, samples) = (case.shape("x")[0], case.shape("x")[1]);
+        let x = case.values_f32("x");
+        let dense = Mixing::from_dense(case.values("dense"), channels);
+        let sparse = Mixing {
+            indices: case.values("indices").iter().map(|&i| i as usize).collect(),
+            weights: case.values("weights").to_vec(),
+            dense: Vec::new(),
+        };
+        let on_dense = ChannelMixing::from_dense(client, &dense.dense, channels).unwrap();
+        let on_sparse =
+            ChannelMixing::from_sparse(client, &sparse.indices, &sparse.weights, channels).unwrap();
+        assert!(on_dense.is_dense() && !on_sparse.is_dense());
+        assert_eq!((on_sparse.channels(), on_sparse.taps()), (channels, 3));
+        for (m, mixing, key) in [
+            (&dense, &on_dense, "dense_out"),
+            (&sparse, &on_sparse, "sparse_out"),
+        ] {
+            let actual = run_mixing(client, &x, channels, samples, mixing);
+            let what = format!("{target} numpy {key}");
+            check_mixed(&what, &actual, Some(case.values(key)), &x, m, channels);
+        }
+    });
+}
+
+#[test]
+fn channel_mixing_matches_f64_dense_and_sparse() {
+    for_each_runtime(|target, client| {
+        let mut rng = Rng::new(0x3117);
+        for (channels, samples) in SHAPES {
+            let x = random_window(channels, samples, &mut rng);
+            // Dense, sparse with few taps, local whitening's 32 taps, and a full sparse form
+            // (stored dense).
+            for taps in [channels, 5.min(channels), 32.min(channels)] {
+                let m = random_mixing(channels, taps, &mut rng);
+                let dense = ChannelMixing::from_dense(client, &m.dense, channels).unwrap();
+                let sparse =
+                    ChannelMixing::from_sparse(client, &m.indices, &m.weights, channels).unwrap();
+                assert_eq!(sparse.is_dense(), taps == channels);
+                for (form, mixing) in [("dense", &dense), ("sparse", &sparse)] {
+                    let actual = run_mixing(client, &x, channels, samples, mixing);
+                    let what = format!("{target} {form} {channels}x{samples} taps {taps}");
+                    check_mixed(&what, &actual, None, &x, &m, channels);
+                }
+            }
+        }
+    });
+}
+
+#[test]
+fn channel_mixing_nan_reaches_exactly_the_outputs_that_use_it() {
+    for_each_runtime(|target, client| {
+        let mut rng = Rng::new(12);
+        let (channels, samples) = (40, 23);
+        let mut x = random_window(channels, samples, &mut rng);
+        let (bad_channel, bad_sample) = (17, 9);
+        x[bad_channel * samples + bad_sample] = f32::NAN;
+        let m = random_mixing(channels, 6, &mut rng);
+        let sparse = ChannelMixing::from_sparse(client, &m.indices, &m.weights, channels).unwrap();
+        let dense = ChannelMixing::from_dense(client, &m.dense, channels).unwrap();
+        for (form, mixing) in [("sparse", &sparse), ("dense", &dense)] {
+            let actual = run_mixing(client, &x, channels, samples, mixing);
+            for c in 0..channels {
+                let uses = form == "dense" || m.indices[c * 6..(c + 1) * 6].contains(&bad_channel);
+                for t in 0..samples {
+                    let a = actual[c * samples + t];
+                    assert_eq!(
+                        a.is_nan(),
+                        uses && t == bad_sample,
+                        "{target} {form}: channel {c} sample {t} gives {a}"
+                    );
+                }
+            }
+        }
+    });
+}
+
+#[test]
+fn whitening_stage_and_mixing_argument_checks() {
+    for_each_runtime(|target, client| {
+        let mut rng = Rng::new(5);
+        let (channels, samples) = (9, 77);
+        let x = random_window(channels, samples, &mut rng);
+        let m = random_mixing(channels, 4, &mut rng);
+        let mixing = ChannelMixing::from_sparse(client, &m.indices, &m.weights, channels).unwrap();
+        let mut stage = Whitening::new(mixing.clone());
+        assert_eq!((stage.name(), stage.settling()), ("whitening", 0));
+        assert_eq!(stage.mixing().taps(), 4);
+        let input = upload_f32(client, &x);
+        let output = empty_f32(client, x.len());
+        stage
+            .apply(client, &input, &output, channels, samples)
+            .unwrap();
+        assert_eq!(
+            download_f32(client, &output, x.len()).unwrap(),
+            run_mixing(client, &x, channels, samples, &mixing),
+            "{target}: stage and mix_channels differ"
+        );
+
+        let error = stage
+            .apply(client, &input, &output, channels - 1, samples)
+            .unwrap_err();
+        assert!(matches!(error, Error::Shape { .. }), "{target}: {error}");
+        let small = empty_f32(client, x.len() - 1);
+        let error = mix_channels(client, &input, &small, channels, samples, &mixing).unwrap_err();
+        assert!(matches!(error, Error::Shape { .. }), "{target}: {error}");
+
+        let invalid = |e: Error| matches!(e, Error::InvalidParameter { .. });
+        let ragged = ChannelMixing::from_sparse(client, &[0, 1, 0], &[1.0; 3], 2);
+        assert!(matches!(ragged, Err(Error::Shape { .. })), "{ragged:?}");
+        let unpaired = ChannelMixing::from_sparse(client, &[0, 1], &[1.0], 2);
+        assert!(matches!(unpaired, Err(Error::Shape { .. })), "{unpaired:?}");
+        let bad_index = ChannelMixing::from_sparse(client, &[0, 2], &[1.0, 1.0], 2);
+        assert!(invalid(bad_index.unwrap_err()));
+        let bad_weight = ChannelMixing::from_dense(client, &[1.0, f64::NAN, 0.0, 1.0], 2);
+        assert!(invalid(bad_weight.unwrap_err()));
+        let huge = ChannelMixing::from_sparse(client, &[0, 1], &[1.0, 1e39], 2);
+        assert!(invalid(huge.unwrap_err()));
+        let none = ChannelMixing::from_dense(client, &[], 0);
+        assert!(invalid(none.unwrap_err()));
+        let no_taps = ChannelMixing::from_sparse(client, &[], &[], 3);
+        assert!(invalid(no_taps.unwrap_err()));
+        let wrong = ChannelMixing::from_dense(client, &[1.0; 5], 2);
+        assert!(matches!(wrong, Err(Error::Shape { .. })), "{wrong:?}");
     });
 }
