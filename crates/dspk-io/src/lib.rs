@@ -22,12 +22,16 @@
 
 #![forbid(unsafe_code)]
 
+mod cache;
 mod dtype;
 mod error;
 mod file;
 mod npy;
 mod raw;
+mod registry;
+mod zarr;
 
+pub use cache::{CacheStats, ChunkCache, ChunkKey};
 pub use dtype::{ByteOrder, Dtype, ElementKind};
 pub use error::{Error, Result};
 pub use npy::{NPY_MAGIC, NpyArray, NpyHeader, NpzArchive, open_npy_recording};
@@ -35,3 +39,5 @@ pub use raw::{
     RawRecording, RawSidecar, RawSpec, RawWriteOptions, SI_BINARY_JSON, SIDECAR_FORMAT,
     SampleOrder, SiBinaryMeta, sidecar_path, write_raw,
 };
+pub use registry::{Detection, Format, Registry, open, register};
+pub use zarr::{ZarrOptions, ZarrRecording, ZarrWriteOptions, write_zarr};

@@ -13,6 +13,8 @@ pub use sidecar::{RawSidecar, SIDECAR_FORMAT};
 pub use spikeinterface::{SI_BINARY_JSON, SiBinaryMeta};
 pub use writer::{RawWriteOptions, sidecar_path, write_raw};
 
+pub(crate) use sidecar::{parse_sample_rate, rate_text};
+
 use crate::Result;
 use crate::file::{METADATA_LIMIT, read_small_file};
 
