@@ -156,9 +156,7 @@ fn symmetric_eigen_residuals_and_orthogonality() {
     let rank_one: Vec<f64> = (0..144).map(|idx| u[idx / 12] * u[idx % 12]).collect();
     check_decomposition("rank one", &rank_one, 12, 1e-13);
     let graded: Vec<f64> = (0..36)
-        .map(|idx| {
-            10f64.powi(-((idx / 6 + idx % 6) as i32)) * if idx / 6 == idx % 6 { 2.0 } else { 1.0 }
-        })
+        .map(|idx| 10f64.powi(-(idx / 6 + idx % 6)) * if idx / 6 == idx % 6 { 2.0 } else { 1.0 })
         .collect();
     check_decomposition("graded", &graded, 6, 1e-13);
     let e = symmetric_eigen(&[4.0, 1.0, 1.0, 4.0], 2).unwrap();

@@ -90,7 +90,7 @@ pub fn firwin(numtaps: usize, band: Band, window: Window, fs: f64) -> Result<Vec
         Band::Bandpass(..) => (false, false),
         Band::Bandstop(..) => (true, true),
     };
-    if pass_nyquist && numtaps % 2 == 0 {
+    if pass_nyquist && numtaps.is_multiple_of(2) {
         return Err(Error::InvalidParameter {
             what: "firwin: numtaps",
             reason: format!(

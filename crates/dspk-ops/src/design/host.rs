@@ -209,10 +209,10 @@ pub fn resample_poly_with(filter: &PolyphaseFilter, x: &[f64]) -> Result<Vec<f64
 /// Which anti-aliasing filter [`decimate`] uses (scipy's `ftype`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DecimateFilter {
-    /// [`decimate_iir`](super::decimate_iir) applied with `sosfiltfilt`, then every `q`-th
+    /// [`decimate_iir`] applied with `sosfiltfilt`, then every `q`-th
     /// sample (`ftype="iir"`, scipy's default).
     Iir,
-    /// [`decimate_fir`](super::decimate_fir) applied as a zero-phase polyphase filter
+    /// [`decimate_fir`] applied as a zero-phase polyphase filter
     /// (`ftype="fir"`).
     Fir,
 }

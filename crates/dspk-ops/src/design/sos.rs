@@ -265,11 +265,10 @@ impl Sos {
             })
         };
         let peak = impulse().fold(0.0, f64::max);
-        let last = impulse()
-            .enumerate()
-            .filter(|&(_, m)| m > rel_tol * peak)
-            .last()
-            .map_or(0, |(n, _)| n + 1);
+        let last = impulse().enumerate().fold(
+            0,
+            |last, (n, m)| if m > rel_tol * peak { n + 1 } else { last },
+        );
         if last > run - run / 4 {
             return Err(Error::InvalidParameter {
                 what: "settling_length: sos",

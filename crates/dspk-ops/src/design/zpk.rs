@@ -45,7 +45,7 @@ impl Zpk {
             .collect();
         let negated: Vec<Complex> = poles.iter().map(|&p| -p).collect();
         let mut gain = Complex::product(&negated).re;
-        if n % 2 == 0 {
+        if n.is_multiple_of(2) {
             gain /= (1.0 + eps * eps).sqrt();
         }
         Self {

@@ -70,7 +70,7 @@ fn check(
     min: usize,
     (shape_what, samples_what): (&'static str, &'static str),
 ) -> Result<()> {
-    let expected = channels.checked_mul(samples).unwrap_or(usize::MAX);
+    let expected = channels.saturating_mul(samples);
     if x.len() != expected {
         return Err(Error::Shape {
             what: shape_what,

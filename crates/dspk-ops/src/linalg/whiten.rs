@@ -61,7 +61,7 @@ impl Whitening {
     ///
     /// [`Error::Shape`] when `x.len() != n * samples`.
     pub fn apply(&self, x: &[f64], samples: usize) -> Result<Vec<f64>> {
-        let expected = self.n.checked_mul(samples).unwrap_or(usize::MAX);
+        let expected = self.n.saturating_mul(samples);
         if x.len() != expected {
             return Err(Error::Shape {
                 what: "Whitening::apply: x",
@@ -207,7 +207,7 @@ fn zca_dense(cov: &[f64], n: usize, eps: f64, what: &'static str) -> Result<Vec<
     let eigen = symmetric_eigen(cov, n)?;
     let mut scales = Vec::with_capacity(n);
     for &l in &eigen.values {
-        if !(l + eps > 0.0) {
+        if l + eps <= 0.0 {
             return Err(Error::InvalidParameter {
                 what,
                 reason: format!(
