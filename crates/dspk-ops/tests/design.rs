@@ -1,5 +1,12 @@
 //! `dspk_ops::design` against scipy.signal 1.17 (reference files from
 //! `tests/reference/cases_design.py`), plus properties and bad parameters.
+//!
+//! Tolerances are relative to the largest expected value (per section numerator/denominator for
+//! `Sos`). Designs are computed by the same formulas in the same order as scipy, so they agree to
+//! a few ulp: `1e-13` for sections (measured up to 7e-15 over 600 random butter/cheby1 designs of
+//! orders 1 to 12), `1e-14`/`1e-15` for FIR taps and windows, `1e-13` for filtered signals. Only
+//! `sosfilt_zi` gets `1e-11`: it solves `(I - A) zi = B`, ill-conditioned for poles near `z = 1`
+//! (a 300 Hz high-pass at 30 kHz), where scipy's LAPACK solve and ours round differently.
 
 mod common;
 
@@ -58,13 +65,13 @@ fn butter_matches_scipy_section_by_section() {
         let p = r.values(&format!("params_{i}"));
         let what = format!("butter {p:?}");
         let sos = butter(p[1] as usize, band(p[0], p[2], p[3]), p[4]).unwrap();
-        assert_sos_close(&what, &sos, r.values(&format!("sos_{i}")), 1e-12);
+        assert_sos_close(&what, &sos, r.values(&format!("sos_{i}")), 1e-13);
         let zi = sosfilt_zi(&sos).unwrap();
         assert_close(
             &format!("{what} zi"),
             &flat_zi(&zi),
             r.values(&format!("zi_{i}")),
-            1e-10,
+            1e-11,
         );
     }
 }
@@ -76,13 +83,13 @@ fn cheby1_matches_scipy_section_by_section() {
         let p = r.values(&format!("params_{i}"));
         let what = format!("cheby1 {p:?}");
         let sos = cheby1(p[1] as usize, p[5], band(p[0], p[2], p[3]), p[4]).unwrap();
-        assert_sos_close(&what, &sos, r.values(&format!("sos_{i}")), 1e-12);
+        assert_sos_close(&what, &sos, r.values(&format!("sos_{i}")), 1e-13);
         let zi = sosfilt_zi(&sos).unwrap();
         assert_close(
             &format!("{what} zi"),
             &flat_zi(&zi),
             r.values(&format!("zi_{i}")),
-            1e-10,
+            1e-11,
         );
     }
 }
@@ -178,7 +185,7 @@ fn resample_poly_matches_scipy() {
             &format!("resample_poly({up}, {down})"),
             &y,
             r.values(&format!("y_{i}")),
-            1e-13,
+            1e-14,
         );
     }
 }
@@ -193,7 +200,7 @@ fn decimate_matches_scipy() {
             &format!("decimate_iir({q})"),
             &sos,
             r.values(&format!("iir_sos_{q}")),
-            1e-12,
+            1e-13,
         );
         let fir = decimate_fir(q).unwrap();
         assert_close(
@@ -207,7 +214,7 @@ fn decimate_matches_scipy() {
             &format!("decimate iir {q}"),
             &y,
             r.values(&format!("iir_y_{q}")),
-            1e-12,
+            1e-13,
         );
         let y = host::decimate(x, q, DecimateFilter::Fir).unwrap();
         assert_close(
@@ -229,7 +236,7 @@ fn host_filters_match_scipy() {
     let x = r.values("x");
     let hp = sos_from(r.values("hp_sos"));
     let bp = sos_from(r.values("bp_sos"));
-    let tol = 1e-12;
+    let tol = 1e-13;
     assert_close(
         "sosfilt hp",
         &host::sosfilt(&hp, x, None).unwrap(),
@@ -397,6 +404,10 @@ fn bad_parameters_are_errors_naming_the_parameter_and_value() {
         firwin(31, Band::Lowpass(300.0), Window::Kaiser(f64::NAN), fs),
         "window: kaiser beta",
     );
+    invalid(
+        firwin(31, Band::Lowpass(300.0), Window::Kaiser(1e4), fs),
+        "window: kaiser beta",
+    );
     invalid(kaiserord(5.0, 0.1), "kaiserord: ripple");
     invalid(kaiserord(40.0, 0.0), "kaiserord: width");
     invalid(resample_poly_filter(0, 2), "resample_poly: up");
@@ -425,6 +436,16 @@ fn bad_parameters_are_errors_naming_the_parameter_and_value() {
     invalid(
         host::lfilter(&[1.0], &[0.0, 1.0], &[1.0], None),
         "lfilter: a",
+    );
+    let broken = dspk_ops::design::PolyphaseFilter {
+        up: 0,
+        down: 2,
+        half_len: 0,
+        taps: vec![1.0],
+    };
+    invalid(
+        host::resample_poly_with(&broken, &[1.0]),
+        "resample_poly: filter",
     );
     let mut short = vec![[0.0; 2]; 1];
     assert!(matches!(

@@ -5,6 +5,10 @@ use std::f64::consts::PI;
 use super::iir::Band;
 use crate::{Error, Result};
 
+/// The largest Kaiser `beta` accepted: `I0(beta)` overflows `f64` a little above 700 (a
+/// stopband attenuation over 6000 dB, far past anything `f64` taps can reach).
+pub const MAX_KAISER_BETA: f64 = 700.0;
+
 /// A symmetric window for [`firwin`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Window {
@@ -20,14 +24,15 @@ impl Window {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidParameter`] when a Kaiser `beta` is not finite or is negative.
+    /// [`Error::InvalidParameter`] when a Kaiser `beta` is not between 0 and [`MAX_KAISER_BETA`]
+    /// (NaN included).
     pub fn symmetric(self, len: usize) -> Result<Vec<f64>> {
         if let Window::Kaiser(beta) = self
-            && !(beta.is_finite() && beta >= 0.0)
+            && !(0.0..=MAX_KAISER_BETA).contains(&beta)
         {
             return Err(Error::InvalidParameter {
                 what: "window: kaiser beta",
-                reason: format!("beta {beta} must be finite and non-negative"),
+                reason: format!("beta {beta} must lie between 0 and {MAX_KAISER_BETA}"),
             });
         }
         if len <= 1 {

@@ -25,7 +25,7 @@ mod resample;
 mod sos;
 mod zpk;
 
-pub use fir::{Window, firwin, kaiser_atten, kaiser_beta, kaiserord};
+pub use fir::{MAX_KAISER_BETA, Window, firwin, kaiser_atten, kaiser_beta, kaiserord};
 pub use iir::{Band, MAX_IIR_ORDER, butter, cheby1, iirnotch};
 pub use resample::{PolyphaseFilter, decimate_fir, decimate_iir, resample_poly_filter};
 pub use sos::{MAX_SETTLING_LENGTH, Sos, lfilter_zi, sosfilt_zi};
