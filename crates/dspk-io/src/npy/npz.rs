@@ -89,8 +89,17 @@ impl NpzArchive {
             });
         }
         let size = file.size();
-        let bytes = read_bounded(&mut file, size.min(limit))
+        // One byte past the declared size, so the reader reaches its end and checks the CRC.
+        let bytes = read_bounded(&mut file, size.saturating_add(1))
             .map_err(|e| Error::library(&self.path, format!("decompressing `{member}`"), e))?;
+        if bytes.len() as u64 != size {
+            return Err(Error::invalid(
+                &member_path,
+                format!(
+                    "the member decompresses to more than the {size} bytes the archive declares"
+                ),
+            ));
+        }
         NpyArray::from_bytes(&bytes, &member_path)
     }
 }
