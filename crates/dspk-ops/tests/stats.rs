@@ -191,7 +191,8 @@ fn device_outputs_equal_downloaded_ones() {
         let (channels, samples) = (3, 333);
         let x = random_window(channels, samples, &mut rng);
         let input = upload_f32(client, &x);
-        let output = empty_f32(client, channels);
+        // A longer output buffer: only the first `channels` values are written.
+        let output = upload_f32(client, &[-7.0; 12]);
         type Into = fn(&Client, &Handle, &Handle, usize, usize) -> dspk_ops::Result<()>;
         type Download = fn(&Client, &Handle, usize, usize) -> dspk_ops::Result<Vec<f32>>;
         let ops: [(&str, Into, Download); 4] = [
@@ -202,9 +203,10 @@ fn device_outputs_equal_downloaded_ones() {
         ];
         for (name, into, download) in ops {
             into(client, &input, &output, channels, samples).unwrap();
-            let on_device = download_f32(client, &output, channels).unwrap();
+            let on_device = download_f32(client, &output, 12).unwrap();
             let downloaded = download(client, &input, channels, samples).unwrap();
-            assert_eq!(on_device, downloaded, "{target} {name}");
+            assert_eq!(on_device[..channels], downloaded, "{target} {name}");
+            assert_eq!(on_device[channels..], [-7.0; 9], "{target} {name}");
         }
     });
 }

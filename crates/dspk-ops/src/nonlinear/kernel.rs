@@ -3,15 +3,16 @@
 
 use cubecl::prelude::*;
 
-/// Median filter along time with zero padding: `output[c, s]` is the median of
+/// Median filter along time with zero padding, one unit per value of the window (`values`
+/// of them): `output[c, s]` is the median of
 /// `x[c, s - half ..= s + half]`, samples outside `0..samples` counting as `0.0`
 /// (`scipy.signal.medfilt`). The median is the window value with at most `half` values below
 /// it and more than `half` at or below it, found by rank counting (`O(k^2)` comparisons for
 /// `k = 2 * half + 1`). A window holding a NaN gives that NaN.
 #[cube(launch_unchecked)]
-pub(super) fn medfilt(input: &[f32], output: &mut [f32], samples: u32, half: u32) {
+pub(super) fn medfilt(input: &[f32], output: &mut [f32], values: u32, samples: u32, half: u32) {
     let index = ABSOLUTE_POS;
-    if index < output.len() {
+    if index < usize::cast_from(values) {
         let n = usize::cast_from(samples);
         let half = usize::cast_from(half);
         let size = 2 * half + 1;
@@ -60,7 +61,8 @@ fn window_value(input: &[f32], row: usize, shifted: usize, half: usize, n: usize
     x
 }
 
-/// Correlation with `weights` (`2 * radius + 1` values) along time, mode `reflect`
+/// Correlation with `weights` (`2 * radius + 1` values) along time, one unit per value of the
+/// window (`values` of them), mode `reflect`
 /// (`d c b a | a b c d | d c b a`), as `scipy.ndimage.correlate1d`: `output[c, s] =
 /// sum_t weights[t] * x[c, reflect(s + t - radius)]`.
 ///
@@ -73,19 +75,20 @@ pub(super) fn correlate_reflect(
     input: &[f32],
     weights: &[f32],
     output: &mut [f32],
+    values: u32,
     samples: u32,
     radius: u32,
     shift: u32,
 ) {
     let index = ABSOLUTE_POS;
-    if index < output.len() {
+    if index < usize::cast_from(values) {
         let n = usize::cast_from(samples);
         let radius = usize::cast_from(radius);
         let period = 2 * n;
         let row = (index / n) * n;
         let s = index % n;
         let mut sum = 0.0f32;
-        for t in 0..weights.len() {
+        for t in 0..2 * radius + 1 {
             let shifted = s + t;
             let source = if shifted >= radius && shifted - radius < n {
                 shifted - radius

@@ -57,6 +57,7 @@ pub fn medfilt(
             CubeDim::new_1d(CUBE_DIM),
             BufferArg::from_raw_parts(input.clone(), values),
             BufferArg::from_raw_parts(output.clone(), values),
+            values as u32,
             samples as u32,
             (kernel_size / 2) as u32,
         );
@@ -198,6 +199,7 @@ fn correlate(
             BufferArg::from_raw_parts(input.clone(), values),
             BufferArg::from_raw_parts(weights.clone(), taps),
             BufferArg::from_raw_parts(output.clone(), values),
+            values as u32,
             samples as u32,
             radius as u32,
             shift as u32,

@@ -1,1 +1,6 @@
-//! Peak detection on the device (scipy.signal.find_peaks semantics), only peaks downloaded.
+//! Peak detection on the device (`scipy.signal.find_peaks` semantics), only peaks downloaded.
+
+mod kernel;
+mod launch;
+
+pub use launch::{Height, Peak, PeakDetector, PeakOptions, Polarity, find_peaks};

@@ -13,7 +13,7 @@ pub(super) enum Finish {
     RootMean,
 }
 
-/// One level of a per-channel tree sum. Row `c` of `input` is `input[c * len .. (c + 1) * len]`;
+/// One level of a per-channel tree sum over `units = channels * groups` units. Row `c` of `input` is `input[c * len .. (c + 1) * len]`;
 /// unit `u = c * groups + g` sums `input` values
 /// `g * group .. min((g + 1) * group, len)` of row `c` with Neumaier compensation and writes
 /// the compensated sum, finished as `finish` says, to `output[u]`.
@@ -26,6 +26,7 @@ pub(super) fn sum_groups(
     input: &[f32],
     center: &[f32],
     output: &mut [f32],
+    units: u32,
     len: u32,
     groups: u32,
     group: u32,
@@ -34,7 +35,7 @@ pub(super) fn sum_groups(
     #[comptime] finish: Finish,
 ) {
     let unit = ABSOLUTE_POS;
-    if unit < output.len() {
+    if unit < usize::cast_from(units) {
         let per_channel = usize::cast_from(groups);
         let channel = unit / per_channel;
         let len = usize::cast_from(len);
@@ -75,9 +76,9 @@ pub(super) fn sum_groups(
 }
 
 /// The order-preserving key of `x`: for non-NaN values, `x < y` exactly when
-/// `key(x) < key(y)` (with `-0 < +0`).
+/// `key(x) < key(y)` (with `-0 < +0`); never `0` for a non-NaN value.
 #[cube]
-fn order_key(x: f32) -> u32 {
+pub(crate) fn order_key(x: f32) -> u32 {
     let bits = u32::reinterpret(x);
     let mut key = bits | 0x8000_0000;
     if bits >= 0x8000_0000 {
@@ -138,7 +139,7 @@ fn cube_min(scratch: &mut Shared<[u32]>, value: u32) -> u32 {
 }
 
 /// The exact median of each channel (of `|x|` with `absolute`), divided by `divisor`: one cube of
-/// `units` units (a power of two) per channel, `output[c]` for cube `c`.
+/// `units` units (a power of two) per channel, `output[c]` for cube `c < channels`.
 ///
 /// The lower middle element (rank `(n - 1) / 2`) is found by bisection on the order-preserving
 /// `u32` key: 32 passes, each a cube-wide count of the keys at or below the pivot. For an even
@@ -149,6 +150,7 @@ fn cube_min(scratch: &mut Shared<[u32]>, value: u32) -> u32 {
 pub(super) fn channel_median(
     input: &[f32],
     output: &mut [f32],
+    channels: u32,
     samples: u32,
     divisor: f32,
     #[comptime] units: usize,
@@ -156,7 +158,7 @@ pub(super) fn channel_median(
 ) {
     let channel = CUBE_POS;
     // Uniform over the cube: whole cubes past the last channel leave together.
-    if channel < output.len() {
+    if channel < usize::cast_from(channels) {
         let n = usize::cast_from(samples);
         let row = channel * n;
         let unit = UNIT_POS as usize;
