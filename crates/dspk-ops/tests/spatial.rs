@@ -7,8 +7,8 @@ use cubecl::client::Client;
 use dspk_core::test_util::{Rng, for_each_runtime};
 use dspk_ops::buffers::{download_f32, empty_f32, upload_f32};
 use dspk_ops::{
-    ChannelMixing, CommonReference, Error, Reference, Stage, Whitening, common_reference,
-    mix_channels,
+    ChannelMixing, CommonReference, CovarianceAccumulator, Error, Reference, Stage, Whitening,
+    common_reference, mix_channels,
 };
 
 /// One case of `tests/reference/cases_spatial.py`: named f64 arrays with their shapes.
@@ -547,5 +547,236 @@ fn whitening_stage_and_mixing_argument_checks() {
         assert!(invalid(no_taps.unwrap_err()));
         let wrong = ChannelMixing::from_dense(client, &[1.0; 5], 2);
         assert!(matches!(wrong, Err(Error::Shape { .. })), "{wrong:?}");
+    });
+}
+
+/// `(sum_t x_i x_j, sum_t x_i)` over samples `owned` of a `[channels, samples]` window, in f64,
+/// added to `products` (`channels x channels`) and `sums`.
+fn accumulate_f64(
+    x: &[f32],
+    channels: usize,
+    owned: std::ops::Range<usize>,
+    products: &mut [f64],
+    sums: &mut [f64],
+) {
+    let samples = x.len() / channels;
+    for i in 0..channels {
+        let row_i = &x[i * samples..(i + 1) * samples];
+        sums[i] += row_i[owned.clone()]
+            .iter()
+            .map(|&v| f64::from(v))
+            .sum::<f64>();
+        for j in i..channels {
+            let row_j = &x[j * samples..(j + 1) * samples];
+            let p: f64 = owned
+                .clone()
+                .map(|t| f64::from(row_i[t]) * f64::from(row_j[t]))
+                .sum();
+            products[i * channels + j] += p;
+            if i != j {
+                products[j * channels + i] += p;
+            }
+        }
+    }
+}
+
+/// Checks a covariance against the f64 one, per entry within `COV_REL * sqrt(S_ii S_jj)` of the
+/// reference's diagonal (the scale of the products summed).
+fn check_covariance(what: &str, actual: &[f64], expected: &[f64], channels: usize, rel: f64) {
+    assert_eq!(actual.len(), channels * channels, "{what}: length");
+    for i in 0..channels {
+        for j in 0..channels {
+            let (a, e) = (actual[i * channels + j], expected[i * channels + j]);
+            let scale = (expected[i * channels + i] * expected[j * channels + j]).sqrt();
+            let tolerance = rel * scale + 1e-30;
+            assert!(
+                (a - e).abs() <= tolerance,
+                "{what}: [{i}, {j}]: actual {a}, expected {e}, difference {:e}, tolerance \
+                 {tolerance:e}",
+                (a - e).abs()
+            );
+        }
+    }
+}
+
+/// Covariance: f32 products summed per window, windows combined pairwise, relative to
+/// `sqrt(S_ii S_jj)`.
+const COV_REL: f64 = 1e-5;
+
+#[test]
+fn covariance_matches_numpy_file() {
+    for_each_runtime(|target, client| {
+        let case = NumpyCase::load("spatial_covariance");
+        let (channels, samples) = (case.shape("x")[0], case.shape("x")[1]);
+        let mut accumulator = CovarianceAccumulator::new(client, channels).unwrap();
+        let window = upload_f32(client, &case.values_f32("x"));
+        accumulator
+            .add(client, &window, samples, 0..samples)
+            .unwrap();
+        assert_eq!(accumulator.samples(), samples as u64);
+        let what = format!("{target} numpy cov");
+        let cov = accumulator.finish(client).unwrap();
+        check_covariance(&what, &cov, case.values("cov"), channels, COV_REL);
+        // Centred: the offsets here are up to ~5x the deviations, so ~25x less precise.
+        let centered = accumulator.finish_centered(client).unwrap();
+        let expected = case.values("cov_centered");
+        check_covariance(&what, &centered, expected, channels, 25.0 * COV_REL);
+    });
+}
+
+#[test]
+fn covariance_matches_f64_on_random_windows() {
+    for_each_runtime(|target, client| {
+        let mut rng = Rng::new(0xC0);
+        for (channels, samples) in SHAPES {
+            let x = random_window(channels, samples, &mut rng);
+            let mut products = vec![0.0; channels * channels];
+            let mut sums = vec![0.0; channels];
+            accumulate_f64(&x, channels, 0..samples, &mut products, &mut sums);
+            let n = samples as f64;
+            let expected: Vec<f64> = products.iter().map(|p| p / n).collect();
+            let mut accumulator = CovarianceAccumulator::new(client, channels).unwrap();
+            assert_eq!(accumulator.channels(), channels);
+            let window = upload_f32(client, &x);
+            accumulator
+                .add(client, &window, samples, 0..samples)
+                .unwrap();
+            let what = format!("{target} cov {channels}x{samples}");
+            check_covariance(
+                &what,
+                &accumulator.finish(client).unwrap(),
+                &expected,
+                channels,
+                COV_REL,
+            );
+        }
+    });
+}
+
+#[test]
+fn covariance_over_many_windows_matches_f64_and_the_whole() {
+    for_each_runtime(|target, client| {
+        let mut rng = Rng::new(0xC1);
+        let (channels, samples, halo, windows) = (9, 1001, 13, 130);
+        let mut accumulator = CovarianceAccumulator::new(client, channels).unwrap();
+        let mut products = vec![0.0; channels * channels];
+        let mut sums = vec![0.0; channels];
+        let mut concatenated = vec![Vec::new(); channels];
+        let window = empty_f32(client, channels * samples);
+        let owned = halo..samples - halo;
+        for _ in 0..windows {
+            let x = random_window(channels, samples, &mut rng);
+            client.write(&window, cubecl::bytes::Bytes::from_elems(x.clone()));
+            accumulator
+                .add(client, &window, samples, owned.clone())
+                .unwrap();
+            accumulate_f64(&x, channels, owned.clone(), &mut products, &mut sums);
+            for (c, row) in concatenated.iter_mut().enumerate() {
+                row.extend_from_slice(&x[c * samples + owned.start..c * samples + owned.end]);
+            }
+        }
+        let n = (windows * owned.len()) as f64;
+        assert_eq!(accumulator.samples(), n as u64);
+        let expected: Vec<f64> = products.iter().map(|p| p / n).collect();
+        let chunked = accumulator.finish(client).unwrap();
+        let what = format!("{target} cov over {windows} windows");
+        check_covariance(&what, &chunked, &expected, channels, COV_REL);
+        let centered: Vec<f64> = (0..channels * channels)
+            .map(|k| expected[k] - sums[k / channels] / n * (sums[k % channels] / n))
+            .collect();
+        let what = format!("{target} centred cov over {windows} windows");
+        let actual = accumulator.finish_centered(client).unwrap();
+        check_covariance(&what, &actual, &centered, channels, 25.0 * COV_REL);
+
+        // The same samples as one window.
+        let whole: Vec<f32> = concatenated.concat();
+        let total = whole.len() / channels;
+        let mut once = CovarianceAccumulator::new(client, channels).unwrap();
+        once.add(client, &upload_f32(client, &whole), total, 0..total)
+            .unwrap();
+        let what = format!("{target} cov chunked vs whole");
+        check_covariance(
+            &what,
+            &chunked,
+            &once.finish(client).unwrap(),
+            channels,
+            COV_REL,
+        );
+
+        // Reset forgets, and the accumulator is reusable.
+        accumulator.reset();
+        assert_eq!(accumulator.samples(), 0);
+        let error = accumulator.finish(client).unwrap_err();
+        assert!(matches!(error, Error::InvalidParameter { .. }), "{error}");
+        accumulator
+            .add(client, &window, samples, 0..samples)
+            .unwrap();
+        assert_eq!(accumulator.samples(), samples as u64);
+    });
+}
+
+#[test]
+fn covariance_nan_spoils_only_its_channel() {
+    for_each_runtime(|target, client| {
+        let mut rng = Rng::new(0xC2);
+        let (channels, samples, bad) = (12, 300, 5);
+        let mut x = random_window(channels, samples, &mut rng);
+        let mut products = vec![0.0; channels * channels];
+        let mut sums = vec![0.0; channels];
+        accumulate_f64(&x, channels, 0..samples, &mut products, &mut sums);
+        x[bad * samples + 77] = f32::NAN;
+        let mut accumulator = CovarianceAccumulator::new(client, channels).unwrap();
+        accumulator
+            .add(client, &upload_f32(client, &x), samples, 0..samples)
+            .unwrap();
+        let cov = accumulator.finish(client).unwrap();
+        for i in 0..channels {
+            for j in 0..channels {
+                let (a, e) = (
+                    cov[i * channels + j],
+                    products[i * channels + j] / samples as f64,
+                );
+                if i == bad || j == bad {
+                    assert!(
+                        a.is_nan(),
+                        "{target}: [{i}, {j}] = {a} despite a NaN in channel {bad}"
+                    );
+                } else {
+                    assert!(
+                        (a - e).abs() <= 1e-5 * e.abs().max(1.0),
+                        "{target}: [{i}, {j}] = {a}, expected {e}"
+                    );
+                }
+            }
+        }
+    });
+}
+
+#[test]
+fn covariance_argument_checks() {
+    for_each_runtime(|target, client| {
+        let error = CovarianceAccumulator::new(client, 0).unwrap_err();
+        assert!(
+            matches!(error, Error::InvalidParameter { .. }),
+            "{target}: {error}"
+        );
+        let mut accumulator = CovarianceAccumulator::new(client, 4).unwrap();
+        let window = empty_f32(client, 4 * 10);
+        #[allow(clippy::reversed_empty_ranges)]
+        for owned in [0..11, 5..4] {
+            let error = accumulator.add(client, &window, 10, owned).unwrap_err();
+            assert!(
+                matches!(error, Error::InvalidParameter { .. }),
+                "{target}: {error}"
+            );
+        }
+        let error = accumulator.add(client, &window, 11, 0..11).unwrap_err();
+        assert!(matches!(error, Error::Shape { .. }), "{target}: {error}");
+        accumulator.add(client, &window, 10, 3..3).unwrap();
+        let error = accumulator.finish(client).unwrap_err();
+        assert!(
+            matches!(error, Error::InvalidParameter { .. }),
+            "{target}: {error}"
+        );
     });
 }

@@ -40,7 +40,11 @@ def cases():
             out[name] = {"x": x, "out": x - np.median(x, axis=0)}
 
     x = window(rng, 6, 333)
-    out["spatial_covariance"] = {"x": x, "cov": x @ x.T / x.shape[1]}
+    out["spatial_covariance"] = {
+        "x": x,
+        "cov": x @ x.T / x.shape[1],
+        "cov_centered": np.cov(x, bias=True),
+    }
 
     channels, samples, k = 6, 45, 3
     x = window(rng, channels, samples)

@@ -1,0 +1,290 @@
+//! Host side of the channel covariance: the accumulator, its buffers and launches.
+
+use std::ops::Range;
+
+use cubecl::prelude::*;
+use cubecl::server::Handle;
+
+use super::kernel;
+use crate::buffers::{download_f32, empty_f32, upload_u32};
+use crate::launch::{CUBE_DIM, check_buffer, checked_values, cube_count};
+use crate::{Error, Result};
+
+/// Rows and columns of the block of products one unit accumulates (each loaded value serves
+/// this many multiply-adds).
+const TILE: usize = 8;
+/// Most units sharing one block (each takes every `splits`-th sample).
+const MAX_SPLITS: usize = 64;
+/// Most `f32` partial sums one window writes (32 MiB): fewer splits for very many channels.
+const MAX_PARTIALS: usize = 8 << 20;
+
+/// Channel second moments accumulated on the device over many windows: the sum over samples of
+/// `x x^T` (and of `x`), read back once by [`finish`](Self::finish) as `X X^T / n`, the
+/// uncentred covariance Kilosort whitens filtered data with, or by
+/// [`finish_centered`](Self::finish_centered) as `numpy.cov(X, bias=True)`.
+///
+/// Each [`add`](Self::add) queues three or so launches and reads nothing back: one sums the
+/// products of the window's owned samples in `f32`, one folds them into a `[channels + 1,
+/// channels + 1]` window sum (the extra row and column hold the channel sums), and windows are
+/// then combined pairwise like a binary counter (level `k` holds the sum of `2^k` windows), so a
+/// total over `W` windows has `log2(W)` roundings rather than `W`. [`finish`](Self::finish)
+/// downloads the occupied levels (at most `1 + log2(W)` matrices) and adds them in `f64`.
+///
+/// Device memory: the partial sums of one window (about `(channels + 9)^2 / 2 * 64` `f32`,
+/// 20 MB for 384 channels, capped at 32 MiB) and `1 + log2(W)` matrices of `(channels + 1)^2`
+/// `f32`, allocated as they are first needed and reused.
+#[derive(Debug)]
+pub struct CovarianceAccumulator {
+    channels: usize,
+    /// Units sharing one block, each taking every `splits`-th sample.
+    splits: usize,
+    /// `(row block << 16) | column block` for each block of the upper triangle.
+    pairs: Handle,
+    tiles: usize,
+    partials: Handle,
+    /// `levels[k]`: the sum of `2^k` windows, if held.
+    levels: Vec<Option<Handle>>,
+    /// Matrices no longer holding a level, for reuse.
+    spare: Vec<Handle>,
+    samples: u64,
+}
+
+impl CovarianceAccumulator {
+    /// An empty accumulator for windows of `channels` channels.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameter`] for zero channels, [`Error::OverLimit`] when a
+    /// `(channels + 1)^2` matrix exceeds `u32::MAX` values.
+    pub fn new(client: &Client, channels: usize) -> Result<Self> {
+        if channels == 0 {
+            return Err(Error::InvalidParameter {
+                what: "covariance: channels",
+                reason: "an accumulator needs at least one channel".into(),
+            });
+        }
+        let dim = channels + 1;
+        checked_values("covariance matrix", dim, dim)?;
+        let blocks = dim.div_ceil(TILE); // below 2^16: dim * dim fits in u32
+        let pairs: Vec<u32> = (0..blocks)
+            .flat_map(|i| (i..blocks).map(move |j| ((i << 16) | j) as u32))
+            .collect();
+        let tiles = pairs.len();
+        let splits = (MAX_PARTIALS / (tiles * TILE * TILE)).clamp(1, MAX_SPLITS);
+        let partial_count = checked_values("covariance partial sums", tiles * TILE * TILE, splits)?;
+        Ok(Self {
+            channels,
+            splits,
+            pairs: upload_u32(client, &pairs),
+            tiles,
+            partials: empty_f32(client, partial_count),
+            levels: Vec::new(),
+            spare: Vec::new(),
+            samples: 0,
+        })
+    }
+
+    /// Channels of the windows this accumulates.
+    #[must_use]
+    pub fn channels(&self) -> usize {
+        self.channels
+    }
+
+    /// Samples accumulated so far (the `n` the sums are divided by).
+    #[must_use]
+    pub fn samples(&self) -> u64 {
+        self.samples
+    }
+
+    /// Adds the samples `owned` of a `[channels, samples]` `f32` window (channel-major) on the
+    /// device: queued, nothing read back. Pass the window's owned range to leave its halos out,
+    /// `0..samples` for all of it. An empty range adds nothing.
+    ///
+    /// Each window's products are summed in `f32`, every 64th sample by one unit and then the
+    /// 64 partial sums in order, so a window adds about `sqrt(samples / 64) + 8` roundings
+    /// (relative to `sum |x_i x_j|`) before the pairwise combination across windows.
+    /// A NaN or infinity in an owned sample makes the products involving its channel NaN or
+    /// infinite (as numpy's `X @ X.T` would), never a wrong finite value.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameter`] when `owned` is not within `0..samples`,
+    /// [`Error::OverLimit`] when `channels * samples` exceeds `u32::MAX`,
+    /// [`Error::Shape`] when `window` is smaller than `channels * samples` values.
+    pub fn add(
+        &mut self,
+        client: &Client,
+        window: &Handle,
+        samples: usize,
+        owned: Range<usize>,
+    ) -> Result<()> {
+        if owned.start > owned.end || owned.end > samples {
+            return Err(Error::InvalidParameter {
+                what: "covariance: owned range",
+                reason: format!("{owned:?} is not within the window's 0..{samples}"),
+            });
+        }
+        let values = checked_values("covariance window", self.channels, samples)?;
+        if owned.is_empty() {
+            return Ok(());
+        }
+        // The kernel reads rows below `channels` at samples in `owned`, within `samples`
+        // (checked above); this makes `channels * samples` values true of the buffer.
+        check_buffer("covariance window", window, values * 4)?;
+        let dim = self.channels + 1;
+        let mut carry = match self.spare.pop() {
+            Some(handle) => handle,
+            None => empty_f32(client, dim * dim),
+        };
+        let block = TILE * TILE;
+        let products = self.tiles * self.splits;
+        let folds = self.tiles * block;
+        let partial_count = folds * self.splits;
+        // All below the sizes checked by `new` and `checked_values` above, so in u32.
+        // SAFETY: `window` holds `channels * samples` values (checked above) and each unit reads
+        // rows clamped below `channels` at samples below `owned.end <= samples`; `pairs` holds
+        // `tiles` blocks within `dim`, and each unit below `products` writes only its own
+        // elements of `partials`, which holds `tiles * TILE^2 * splits` values (`new`).
+        unsafe {
+            kernel::tile_products::launch_unchecked(
+                client,
+                cube_count(products),
+                CubeDim::new_1d(CUBE_DIM),
+                BufferArg::from_raw_parts(window.clone(), values),
+                BufferArg::from_raw_parts(self.pairs.clone(), self.tiles),
+                BufferArg::from_raw_parts(self.partials.clone(), partial_count),
+                self.channels as u32,
+                samples as u32,
+                owned.start as u32,
+                owned.len() as u32,
+                self.splits as u32,
+                products as u32,
+                TILE,
+            );
+        }
+        // SAFETY: units below `folds` read their `splits` partials within `partial_count` and
+        // write elements `i, j < dim` of `carry`, which holds `dim * dim` values.
+        unsafe {
+            kernel::fold_partials::launch_unchecked(
+                client,
+                cube_count(folds),
+                CubeDim::new_1d(CUBE_DIM),
+                BufferArg::from_raw_parts(self.partials.clone(), partial_count),
+                BufferArg::from_raw_parts(self.pairs.clone(), self.tiles),
+                BufferArg::from_raw_parts(carry.clone(), dim * dim),
+                dim as u32,
+                self.splits as u32,
+                folds as u32,
+                TILE,
+            );
+        }
+        // Binary-counter carry: sums of equally many windows are added pairwise.
+        let mut level = 0;
+        loop {
+            if level == self.levels.len() {
+                self.levels.push(None);
+            }
+            match self.levels[level].take() {
+                Some(held) => {
+                    add_into(client, &carry, &held, dim * dim);
+                    self.spare.push(held);
+                    level += 1;
+                }
+                None => {
+                    self.levels[level] = Some(carry);
+                    break;
+                }
+            }
+        }
+        self.samples += owned.len() as u64;
+        Ok(())
+    }
+
+    /// The second moment `X X^T / n` over every sample added, `channels x channels` row-major,
+    /// without mean removal (Kilosort's whitening covariance of filtered data; numpy:
+    /// `x @ x.T / n` over the concatenated owned samples). Downloads the accumulated sums
+    /// (waits for the device) and divides in `f64`; the accumulator is left as it was, so more
+    /// windows can follow.
+    ///
+    /// Precision: within about `(sqrt(samples per window / 64) + 8 + log2(windows)) * 2^-24`
+    /// of `sum |x_i x_j| / n` (tested within `1e-5` of `sqrt(S_ii S_jj)` over 128 windows).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameter`] when no sample was added, [`Error::Device`] when the device
+    /// fails.
+    pub fn finish(&self, client: &Client) -> Result<Vec<f64>> {
+        let (sums, n) = self.sums(client)?;
+        let (c, dim) = (self.channels, self.channels + 1);
+        Ok((0..c * c)
+            .map(|k| sums[(k / c) * dim + k % c] / n)
+            .collect())
+    }
+
+    /// The covariance with the mean removed, `X X^T / n - mu mu^T` with `mu` the channel means
+    /// (numpy: `np.cov(x, bias=True)`), `channels x channels` row-major, from the same sums as
+    /// [`finish`](Self::finish) (channel sums ride along as a row of ones). The subtraction is in
+    /// `f64`, but the sums were accumulated in `f32`: with means much larger than the standard
+    /// deviations the result loses about `(mean / std)^2` times the precision of
+    /// [`finish`](Self::finish); filter (or subtract a per-channel offset) first.
+    ///
+    /// # Errors
+    ///
+    /// As [`finish`](Self::finish).
+    pub fn finish_centered(&self, client: &Client) -> Result<Vec<f64>> {
+        let (sums, n) = self.sums(client)?;
+        let (c, dim) = (self.channels, self.channels + 1);
+        Ok((0..c * c)
+            .map(|k| {
+                let (i, j) = (k / c, k % c);
+                sums[i * dim + j] / n - (sums[i * dim + c] / n) * (sums[j * dim + c] / n)
+            })
+            .collect())
+    }
+
+    /// Forgets every window added (keeps the device buffers for reuse).
+    pub fn reset(&mut self) {
+        for level in self.levels.drain(..).flatten() {
+            self.spare.push(level);
+        }
+        self.samples = 0;
+    }
+
+    /// The `[channels + 1, channels + 1]` sums over all windows, in `f64`, and the sample count.
+    fn sums(&self, client: &Client) -> Result<(Vec<f64>, f64)> {
+        if self.samples == 0 {
+            return Err(Error::InvalidParameter {
+                what: "covariance: samples",
+                reason: "no sample was added".into(),
+            });
+        }
+        let dim = self.channels + 1;
+        let mut total = vec![0.0f64; dim * dim];
+        for level in self.levels.iter().flatten() {
+            for (sum, value) in total
+                .iter_mut()
+                .zip(download_f32(client, level, dim * dim)?)
+            {
+                *sum += f64::from(value);
+            }
+        }
+        Ok((total, self.samples as f64))
+    }
+}
+
+/// Queues `total += other` over `len` values; both buffers were allocated by the accumulator
+/// with `len` values.
+fn add_into(client: &Client, total: &Handle, other: &Handle, len: usize) {
+    // SAFETY: both buffers hold `len` values (allocated so by `CovarianceAccumulator::add`);
+    // units at or past `len` do nothing.
+    unsafe {
+        kernel::add_into::launch_unchecked(
+            client,
+            cube_count(len),
+            CubeDim::new_1d(CUBE_DIM),
+            BufferArg::from_raw_parts(total.clone(), len),
+            BufferArg::from_raw_parts(other.clone(), len),
+            len as u32,
+        );
+    }
+}
