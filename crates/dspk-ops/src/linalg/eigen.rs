@@ -70,7 +70,9 @@ pub fn symmetric_eigen(matrix: &[f64], n: usize) -> Result<SymmetricEigen> {
             a[j * n + i] = lower;
         }
     }
-    let norm = a.iter().map(|v| v * v).sum::<f64>().sqrt();
+    // Frobenius norm, scaled so squares cannot overflow.
+    let scale = largest.max(f64::MIN_POSITIVE);
+    let norm = scale * a.iter().map(|v| (v / scale).powi(2)).sum::<f64>().sqrt();
     // Rows of `vt` are the eigenvectors (V transposed), so rotations update contiguous rows.
     let mut vt = vec![0.0; expected];
     for i in 0..n {
@@ -98,7 +100,7 @@ pub fn symmetric_eigen(matrix: &[f64], n: usize) -> Result<SymmetricEigen> {
 fn rotate(a: &mut [f64], vt: &mut [f64], n: usize, p: usize, q: usize, norm: f64) -> bool {
     let apq = a[p * n + q];
     let (app, aqq) = (a[p * n + p], a[q * n + q]);
-    if apq.abs() <= f64::EPSILON * (app * aqq).abs().sqrt()
+    if apq.abs() <= f64::EPSILON * app.abs().sqrt() * aqq.abs().sqrt()
         || apq.abs() <= f64::EPSILON * f64::EPSILON * norm
     {
         a[p * n + q] = 0.0;
