@@ -132,7 +132,7 @@ impl CovarianceAccumulator {
         // (checked above); this makes `channels * samples` values true of the buffer.
         check_buffer("covariance window", window, values * 4)?;
         let dim = self.channels + 1;
-        let mut carry = match self.spare.pop() {
+        let carry = match self.spare.pop() {
             Some(handle) => handle,
             None => empty_f32(client, dim * dim),
         };

@@ -88,7 +88,7 @@ impl ChannelMixing {
                 unit: "values",
             });
         }
-        if indices.len() % channels != 0 {
+        if !indices.len().is_multiple_of(channels) {
             return Err(Error::Shape {
                 what: "sparse mixing indices (the same number per channel)",
                 expected: indices.len().next_multiple_of(channels),
