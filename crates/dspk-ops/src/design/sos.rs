@@ -210,7 +210,9 @@ impl Sos {
     /// The number of samples after which the impulse response stays below `rel_tol` times its
     /// peak magnitude: one more than the index of the last sample exceeding that bound. Use it to
     /// size the halo of a window so a chunked (forward or forward-backward) filter matches the
-    /// whole-recording one to about `rel_tol`.
+    /// whole-recording one to about `rel_tol`. For `sosfiltfilt` the same halo on each side
+    /// serves: each pass's edge transient decays like the impulse response (tested: windows with
+    /// a `1e-9` halo match the whole-signal result to `1e-7` of its peak).
     ///
     /// Computed by running the filter on a unit impulse for `4 L + 64` samples, where
     /// `L = ceil(ln(rel_tol) / ln(r))` is when `r^n`, `r` the largest pole radius, falls to
