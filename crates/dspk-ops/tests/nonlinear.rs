@@ -243,7 +243,14 @@ fn nan_propagates_to_the_windows_that_hold_it() {
 
 /// Applies `stage` to the whole window, then window by window (owned length `step`, halos of
 /// `stage.settling()` on each side, cut at the recording's ends) and requires the same bits.
-fn check_chunked(client: &Client, stage: &mut dyn Stage, x: &[f32], channels: usize, step: usize) {
+fn check_chunked(
+    client: &Client,
+    what: &str,
+    stage: &mut dyn Stage,
+    x: &[f32],
+    channels: usize,
+    step: usize,
+) {
     let samples = x.len() / channels;
     let input = upload_f32(client, x);
     let output = empty_f32(client, x.len());
@@ -271,7 +278,7 @@ fn check_chunked(client: &Client, stage: &mut dyn Stage, x: &[f32], channels: us
             assert_eq!(
                 owned,
                 expected,
-                "{} channel {c} window {start}..{end}",
+                "{what} {} channel {c} window {start}..{end}",
                 stage.name()
             );
         }
@@ -289,14 +296,14 @@ fn chunked_with_halos_equals_whole() {
             let mut stage = MedianFilter::new(k).unwrap();
             assert_eq!(stage.settling(), k / 2);
             for step in [1, 97, 250, 1001] {
-                check_chunked(client, &mut stage, &x, channels, step);
+                check_chunked(client, &target.to_string(), &mut stage, &x, channels, step);
             }
         }
         for sigma in [0.8, 3.0, 12.5] {
             let mut stage = GaussianFilter::new(sigma, 4.0).unwrap();
             assert_eq!(stage.settling(), (4.0 * sigma + 0.5) as usize);
             for step in [1, 97, 250, 1001] {
-                check_chunked(client, &mut stage, &x, channels, step);
+                check_chunked(client, &target.to_string(), &mut stage, &x, channels, step);
             }
         }
     });

@@ -1,11 +1,10 @@
-//! Peak detection on every runtime compiled in: against scipy.signal.find_peaks on spike-like
+//! Peak detection on every runtime compiled in: against `scipy.signal.find_peaks` on spike-like
 //! data and plateaus, and against a host reference of the device's exact rule on seeded random
 //! windows; owned ranges, chunking with halos, capacity and NaN.
 
 use std::collections::HashMap;
 use std::ops::Range;
 
-use cubecl::client::Client;
 use dspk_core::test_util::{Rng, for_each_runtime};
 use dspk_ops::buffers::{download_f32, empty_f32, upload_f32};
 use dspk_ops::{

@@ -88,7 +88,9 @@ pub(super) fn correlate_reflect(
         let row = (index / n) * n;
         let s = index % n;
         let mut sum = 0.0f32;
-        for t in 0..2 * radius + 1 {
+        let taps = 2 * radius + 1;
+        let mut t = 0usize;
+        while t < taps {
             let shifted = s + t;
             let source = if shifted >= radius && shifted - radius < n {
                 shifted - radius
@@ -97,6 +99,7 @@ pub(super) fn correlate_reflect(
                 if q < n { q } else { period - 1 - q }
             };
             sum += weights[t] * input[row + source];
+            t += 1;
         }
         output[index] = sum;
     }

@@ -66,7 +66,7 @@ pub fn medfilt(
 }
 
 fn check_kernel_size(kernel_size: usize) -> Result<()> {
-    if kernel_size % 2 == 0 || kernel_size > MAX_MEDFILT_KERNEL {
+    if kernel_size.is_multiple_of(2) || kernel_size > MAX_MEDFILT_KERNEL {
         return Err(Error::InvalidParameter {
             what: "medfilt: kernel_size",
             reason: format!("must be odd and at most {MAX_MEDFILT_KERNEL}, got {kernel_size}"),

@@ -198,7 +198,7 @@ pub(super) fn channel_median(
             }
             let lower = key_value(low);
             let mut median = lower;
-            if samples % 2 == 0 {
+            if (samples & 1) == 0 {
                 let mut below = 0u32;
                 let mut next = 0xFFFF_FFFFu32;
                 let mut s = unit;
