@@ -129,7 +129,6 @@ pub fn gaussian_kernel1d(sigma: f64, truncate: f64) -> Result<Vec<f64>> {
 /// As [`gaussian_kernel1d`]; [`Error::OverLimit`] when `channels * samples` exceeds
 /// `u32::MAX` (or the reflected indices of a huge channel would), [`Error::Shape`] when a
 /// buffer is smaller than the window.
-#[allow(clippy::too_many_arguments)]
 pub fn gaussian_filter1d(
     client: &Client,
     input: &Handle,

@@ -45,7 +45,8 @@ impl Statistic {
 /// Computed on the device with a tree of compensated (Neumaier) `f32` sums over groups of 32
 /// values: the error is a few `f32` roundings of `sum(|x|) / n` (tested within `1e-6` of it),
 /// not the `n * 2^-24` of a naive running sum. A NaN in a channel gives NaN; infinities give
-/// what numpy gives (`inf`, or NaN for `inf - inf`).
+/// what numpy gives (`inf`, or NaN for `inf - inf`). The tree's levels (about `samples / 32`
+/// values per channel) are scratch buffers taken from the runtime's pool on each call.
 ///
 /// # Errors
 ///
