@@ -92,15 +92,16 @@ pub struct Peak {
 ///    (`(left + right) / 2`, rounded down). The first and last sample of the window are never
 ///    peaks, nor is a flat run that reaches either end.
 /// 2. `height`: kept when the (signed) value is at least the threshold.
-/// 3. `distance`: kept when no other candidate of 1-2 closer than `distance` samples is
-///    higher, or as high and earlier. Every candidate is judged in parallel against all
-///    others. scipy instead walks the candidates from the highest down and lets only kept
-///    peaks remove others, so the results differ in one case: a chain `A > B > C` where `B`
-///    is within `distance` of both `A` and `C` but `A` and `C` are not of each other; scipy
-///    keeps `A` and `C`, this keeps only `A` (`C` is dropped by `B`, which `A` drops). For
-///    spikes (candidates far apart beside the distance, or clustered within it) both agree;
-///    the tests check that on spike-like data. Equal heights: scipy's order among them
-///    follows numpy's (unstable) `argsort`; here the earliest wins.
+/// 3. `distance`: kept when no other candidate (a sample passing 1 and 2) closer than
+///    `distance` samples is higher, or as high and earlier. Every candidate is judged in
+///    parallel against all others. scipy instead walks the candidates from the highest down
+///    and lets only kept peaks remove others, so the results differ where a candidate is
+///    beaten only by candidates scipy removes: in a chain `A > B > C` with `B` within
+///    `distance` of both `A` and `C` but `A` and `C` farther apart, scipy keeps `A` and `C`,
+///    this keeps only `A` (`C` is beaten by `B`, which `A` beats). For spikes (candidates
+///    clustered within the distance, clusters farther apart) both agree; the tests check that
+///    on spike-like data. Equal heights: scipy's order among them follows numpy's (unstable)
+///    `argsort`; here the earliest wins.
 ///
 /// Only peaks at samples `owned` (a range of the window) are reported, but all of the window
 /// is read: windows processed with halos of at least `distance` plus the longest flat run of
