@@ -2,7 +2,8 @@
 
 use dspk_core::test_util::{Rng, for_each_runtime};
 use dspk_core::{ComputeTarget, SampleFormat};
-use dspk_ops::{DeviceLimits, Error, PipelineWorkspace};
+use dspk_ops::buffers::{download_f32, upload_f32};
+use dspk_ops::{DeviceLimits, Error, PipelineWorkspace, unpack_scaled};
 
 /// Random stored values of `format` for `channels x samples`, with the format's extremes at the
 /// start of each channel, as little-endian bytes, and the same values as f64.
@@ -211,6 +212,42 @@ fn odd_windows_shorter_than_the_workspace_and_nan_inputs() {
         assert_eq!(out[0], 1.0);
         assert!(out[1].is_nan(), "on {target}: NaN became {}", out[1]);
         assert_eq!(out[2], 5.0);
+    });
+}
+
+/// A window shorter than its buffers is unpacked alone: nothing past `channels * samples` is
+/// written (a kernel bounded by a buffer's length, which in a kernel is the allocation's,
+/// would unpack the stale tail with out-of-range channel indices).
+#[test]
+fn unpack_writes_only_the_window() {
+    for_each_runtime(|target, client| {
+        let (channels, samples, capacity) = (3, 7, 1000);
+        for format in [SampleFormat::I16, SampleFormat::F32] {
+            let stored = client.create(cubecl::bytes::Bytes::from_bytes_vec(vec![
+                1u8;
+                capacity * 4
+            ]));
+            let gains = upload_f32(client, &[1.0; 3]);
+            let offsets = upload_f32(client, &[0.0; 3]);
+            let out = upload_f32(client, &vec![-7.0; capacity]);
+            unpack_scaled(
+                client, &stored, format, &gains, &offsets, &out, channels, samples,
+            )
+            .unwrap();
+            let all = download_f32(client, &out, capacity).unwrap();
+            assert!(
+                all[..channels * samples].iter().all(|&v| v != -7.0),
+                "on {target}, {format}: the window was not written"
+            );
+            let written = all[channels * samples..]
+                .iter()
+                .filter(|&&v| v != -7.0)
+                .count();
+            assert_eq!(
+                written, 0,
+                "on {target}, {format}: values past the window written"
+            );
+        }
     });
 }
 

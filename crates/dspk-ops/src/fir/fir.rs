@@ -147,6 +147,7 @@ impl Fir {
                 channels as u32,
                 samples as u32,
                 out_len as u32,
+                self.taps.len() as u32,
                 self.up as u32,
                 self.down as u32,
                 self.shift as u32,

@@ -7,7 +7,9 @@ use cubecl::prelude::*;
 /// `i / up < src_len`, else 0; indices below zero are 0). With `up = down = 1` and
 /// `shift = 0` this is a causal FIR filter from a zero state (`lfilter(h, [1], x)`); with
 /// `shift = (len(h) - 1) / 2` it is scipy's `upfirdn` output as `resample_poly` keeps it.
-/// Only the taps of the output's phase are visited (`ceil(taps / up)` per output).
+/// Only the taps of the output's phase are visited (`ceil(taps / up)` per output). Every
+/// length is passed in: a buffer's `len()` in a kernel is its allocation's, which may be
+/// longer.
 #[allow(clippy::too_many_arguments)]
 #[cube(launch_unchecked)]
 pub(super) fn polyphase_fir(
@@ -17,6 +19,7 @@ pub(super) fn polyphase_fir(
     channels: u32,
     src_len: u32,
     out_len: u32,
+    taps_len: u32,
     up: u32,
     down: u32,
     shift: u32,
@@ -27,7 +30,6 @@ pub(super) fn polyphase_fir(
         let channel = unit / per_channel;
         let m = u32::cast_from(unit % per_channel);
         let src_base = channel * usize::cast_from(src_len);
-        let taps_len = u32::cast_from(taps.len());
         let i0 = m * down + shift;
         let phase = i0 % up;
         let phase_taps = (taps_len + up - 1) / up;

@@ -1,4 +1,7 @@
 //! The unpack kernels. Layout: `[channels, samples]`, channel-major, `samples` per channel.
+//! Units are bounded by the value count passed in, never by a buffer's `len()` (in a kernel
+//! that is the allocation's length, which is longer when a window is shorter than the
+//! workspace's largest).
 
 use cubecl::prelude::*;
 
@@ -11,20 +14,22 @@ pub(super) fn unpack_16(
     gains: &[f32],
     offsets: &[f32],
     out: &mut [f32],
+    values: u32,
     samples: u32,
     #[comptime] signed: bool,
 ) {
     let word_index = ABSOLUTE_POS;
-    if word_index < words.len() {
+    let values = usize::cast_from(values);
+    if word_index < (values + 1) / 2 {
         let word = words[word_index];
         let first = word_index * 2;
         let per_channel = usize::cast_from(samples);
-        if first < out.len() {
+        if first < values {
             let channel = first / per_channel;
             out[first] = half_to_f32(word & 0xFFFF, signed) * gains[channel] + offsets[channel];
         }
         let second = first + 1;
-        if second < out.len() {
+        if second < values {
             let channel = second / per_channel;
             out[second] = half_to_f32(word >> 16, signed) * gains[channel] + offsets[channel];
         }
@@ -55,10 +60,11 @@ pub(super) fn scale_32<T: Numeric>(
     gains: &[f32],
     offsets: &[f32],
     out: &mut [f32],
+    count: u32,
     samples: u32,
 ) {
     let index = ABSOLUTE_POS;
-    if index < out.len() {
+    if index < usize::cast_from(count) {
         let channel = index / usize::cast_from(samples);
         out[index] = f32::cast_from(values[index]) * gains[channel] + offsets[channel];
     }

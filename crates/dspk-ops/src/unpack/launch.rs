@@ -70,6 +70,7 @@ pub fn unpack_scaled(
                     BufferArg::from_raw_parts(gains.clone(), channels),
                     BufferArg::from_raw_parts(offsets.clone(), channels),
                     BufferArg::from_raw_parts(out.clone(), values),
+                    values as u32,
                     samples,
                     format == SampleFormat::I16,
                 );
@@ -101,6 +102,7 @@ fn launch_scale_32<T: Numeric>(
             BufferArg::from_raw_parts(gains.clone(), channels),
             BufferArg::from_raw_parts(offsets.clone(), channels),
             BufferArg::from_raw_parts(out.clone(), values),
+            values as u32,
             samples,
         );
     }

@@ -1,0 +1,261 @@
+//! Preprocessing throughput on the device: common average reference, 300 Hz high-pass
+//! (third-order Butterworth, zero-phase) and local whitening (32 nearest channels), the
+//! Kilosort4 preprocessing chain, on 384 x 60 000 windows of int16.
+//!
+//! ```text
+//! DSPK_RUNTIME=cuda cargo bench --features cuda --bench preprocess -- --reps 50
+//! ```
+//!
+//! Measures (all after warm-up, timed around a device sync):
+//! - each stage alone, and unpack + the whole chain, on a window already on the device;
+//! - the streamed path: a `WindowLoader` reading int16 windows on its thread, uploads of the
+//!   stored bytes, unpack and the chain, for `--windows` windows.
+//!
+//! and prints the device-memory floor next to them: the bytes each kernel must move (the
+//! passes are counted in the output) over the device's bandwidth (`--bandwidth`, GB/s read +
+//! write; 4260 measured on an H200). One `key=value` line per figure.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use dspk::SampleFormat::I16;
+use dspk::cubecl::bytes::Bytes;
+use dspk::cubecl::client::Client;
+use dspk::cubecl::future::block_on;
+use dspk::ops::buffers::{download_f32, empty_f32};
+use dspk::ops::design::{Band, butter};
+use dspk::ops::{
+    ChannelMixing, CommonReference, Pipeline, PipelineWorkspace, Reference, SosFilter, Stage,
+    Whitening, linalg, unpack_scaled,
+};
+use dspk::{ChunkSchedule, ComputeTarget, RecordingSource, SampleRate, SyntheticRecording};
+use dspk::WindowLoader;
+
+struct Args {
+    channels: usize,
+    samples: usize,
+    windows: usize,
+    reps: usize,
+    bandwidth_gbps: f64,
+}
+
+fn parse_args() -> Args {
+    let mut args = Args {
+        channels: 384,
+        samples: 60_000,
+        windows: 100,
+        reps: 30,
+        bandwidth_gbps: 4260.0,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || -> f64 {
+            it.next()
+                .and_then(|v| v.parse().ok())
+                .expect("a number after the flag")
+        };
+        match flag.as_str() {
+            "--channels" => args.channels = value() as usize,
+            "--samples" => args.samples = value() as usize,
+            "--windows" => args.windows = value() as usize,
+            "--reps" => args.reps = value() as usize,
+            "--bandwidth" => args.bandwidth_gbps = value(),
+            "--bench" => {} // passed by `cargo bench`
+            other => panic!("unknown argument {other}"),
+        }
+    }
+    args
+}
+
+fn sync(client: &Client) {
+    block_on(client.sync()).expect("device sync");
+}
+
+/// Milliseconds per call of `f`, over `reps` calls after two warm-up calls.
+fn time_ms(client: &Client, reps: usize, mut f: impl FnMut()) -> f64 {
+    f();
+    f();
+    sync(client);
+    let start = Instant::now();
+    for _ in 0..reps {
+        f();
+    }
+    sync(client);
+    start.elapsed().as_secs_f64() * 1e3 / reps as f64
+}
+
+/// Probe positions of a Neuropixels 1.0 shank: four columns (16, 48, 0, 32 um) in a
+/// checkerboard, 20 um rows.
+fn positions(channels: usize) -> Vec<(f64, f64)> {
+    (0..channels)
+        .map(|c| {
+            let x = [16.0, 48.0, 0.0, 32.0][c % 4];
+            (x, 20.0 * (c / 2) as f64)
+        })
+        .collect()
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args = parse_args();
+    let (channels, samples) = (args.channels, args.samples);
+    let target = ComputeTarget::from_env()?;
+    let client = target.client()?;
+    println!(
+        "runtime={target} device=\"{}\" channels={channels} samples={samples}",
+        client.properties().identity.name
+    );
+    let source = Arc::new(SyntheticRecording::new(
+        channels,
+        (samples * args.windows) as u64,
+        SampleRate::from_hz(30_000)?,
+        7,
+    )?);
+    let gains: Vec<f64> = source.info().channels.iter().map(|c| c.gain).collect();
+    let offsets: Vec<f64> = source.info().channels.iter().map(|c| c.offset).collect();
+    let all = source.info().all_channels();
+
+    // One window on the device, stored and scaled.
+    let mut stored_bytes = vec![0u8; channels * samples * 2];
+    source.read_stored(&all, 0..samples as u64, &mut stored_bytes)?;
+    let stored_handle = client.create(Bytes::from_bytes_vec(stored_bytes));
+    let to_f32 = |v: &[f64]| -> Vec<f32> { v.iter().map(|&x| x as f32).collect() };
+    let gains_handle = dspk::ops::buffers::upload_f32(&client, &to_f32(&gains));
+    let offsets_handle = dspk::ops::buffers::upload_f32(&client, &to_f32(&offsets));
+    let scaled = empty_f32(&client, channels * samples);
+    let scratch = empty_f32(&client, channels * samples);
+    unpack_scaled(
+        &client,
+        &stored_handle,
+        I16,
+        &gains_handle,
+        &offsets_handle,
+        &scaled,
+        channels,
+        samples,
+    )?;
+
+    // The stages. Whitening from the second moment of the referenced, filtered first 6000
+    // samples (as Kilosort4 estimates it from filtered data).
+    let highpass = butter(3, Band::Highpass(300.0), 30_000.0)?;
+    let mut car = CommonReference::new(Reference::Mean);
+    let mut filter = SosFilter::zero_phase(&highpass)?;
+    car.apply(&client, &scaled, &scratch, channels, samples)?;
+    let filtered = empty_f32(&client, channels * samples);
+    filter.run(&client, &scratch, &filtered, channels, samples)?;
+    let estimate = samples.min(6000);
+    let host: Vec<f64> = download_f32(&client, &filtered, channels * samples)?
+        .chunks(samples)
+        .flat_map(|row| row[..estimate].iter().map(|&v| f64::from(v)))
+        .collect();
+    let cov = linalg::second_moment(&host, channels, estimate)?;
+    let white = linalg::local_zca(&cov, &positions(channels), 32, 1e-6)?;
+    let indices: Vec<usize> = white.indices().iter().map(|&i| i as usize).collect();
+    let mixing = ChannelMixing::from_sparse(&client, &indices, white.weights(), channels)?;
+    let mut whitening = Whitening::new(mixing);
+
+    let reps = args.reps;
+    let window_bytes = (channels * samples * 4) as f64; // one f32 pass over the window
+    let floor_ms = |passes: f64| passes * window_bytes / (args.bandwidth_gbps * 1e9) * 1e3;
+    let report = |name: &str, ms: f64, passes: f64| {
+        let floor = floor_ms(passes);
+        println!(
+            "stage={name} ms={ms:.4} passes={passes} floor_ms={floor:.4} floor_ratio={:.2} \
+             int16_gbps={:.1}",
+            ms / floor,
+            (channels * samples * 2) as f64 / (ms * 1e-3) / 1e9
+        );
+    };
+    // Passes (one pass = one f32 read or write of the window): unpack reads half a pass
+    // (int16) and writes one; the reference reads and writes one each; the zero-phase filter
+    // reads its input twice and writes once per direction (the padded intermediate included);
+    // the mixing reads each input value from cache 32 times but from memory once, and writes.
+    let ms = time_ms(&client, reps, || {
+        unpack_scaled(
+            &client,
+            &stored_handle,
+            I16,
+            &gains_handle,
+            &offsets_handle,
+            &scaled,
+            channels,
+            samples,
+        )
+        .expect("unpack");
+    });
+    report("unpack", ms, 1.5);
+    let ms = time_ms(&client, reps, || {
+        car.apply(&client, &scaled, &scratch, channels, samples)
+            .expect("car");
+    });
+    report("car", ms, 2.0);
+    let ms = time_ms(&client, reps, || {
+        filter
+            .apply(&client, &scaled, &scratch, channels, samples)
+            .expect("filter");
+    });
+    report("sosfiltfilt", ms, 6.0);
+    let ms = time_ms(&client, reps, || {
+        whitening
+            .apply(&client, &scaled, &scratch, channels, samples)
+            .expect("whitening");
+    });
+    report("whitening_local32", ms, 2.0);
+
+    let mut pipeline = Pipeline::new()
+        .with(CommonReference::new(Reference::Mean))
+        .with(SosFilter::zero_phase(&highpass)?)
+        .with(Whitening::new(whitening.mixing().clone()));
+    let ms = time_ms(&client, reps, || {
+        unpack_scaled(
+            &client,
+            &stored_handle,
+            I16,
+            &gains_handle,
+            &offsets_handle,
+            &scaled,
+            channels,
+            samples,
+        )
+        .expect("unpack");
+        pipeline
+            .run(&client, &scaled, channels, samples)
+            .expect("pipeline");
+    });
+    report("unpack+car+sosfiltfilt+whitening", ms, 11.5);
+    println!(
+        "device_windows_per_s={:.1} device_int16_gbps={:.1}",
+        1e3 / ms,
+        (channels * samples * 2) as f64 / (ms * 1e-3) / 1e9
+    );
+
+    // Streamed: loader thread, stored upload, unpack, chain, one window after another.
+    let mut workspace = PipelineWorkspace::new(&client, channels, samples)?;
+    workspace.set_stored_scaling(&gains, &offsets)?;
+    workspace.set_pipeline(
+        Pipeline::new()
+            .with(CommonReference::new(Reference::Mean))
+            .with(SosFilter::zero_phase(&highpass)?)
+            .with(Whitening::new(whitening.mixing().clone())),
+    )?;
+    let schedule = ChunkSchedule::new((samples * args.windows) as u64, samples as u64, 0, 0)?;
+    let loader = WindowLoader::stored_for(source.clone(), all, schedule, Some(target))?;
+    let start = Instant::now();
+    let mut bytes = 0usize;
+    for loaded in loader {
+        let loaded = loaded?;
+        bytes += loaded.data().len() * 2;
+        let n = loaded.window().read_len();
+        workspace.process_stored_upload(loaded.into_upload(), I16, n)?;
+    }
+    workspace.sync()?;
+    let seconds = start.elapsed().as_secs_f64();
+    println!(
+        "streamed_windows={} streamed_windows_per_s={:.1} streamed_int16_gbps={:.2} \
+         device_allocations={}",
+        args.windows,
+        args.windows as f64 / seconds,
+        bytes as f64 / seconds / 1e9,
+        workspace.device_allocations()
+    );
+    Ok(())
+}
