@@ -7,17 +7,17 @@ use crate::{Error, Result};
 /// A whitening matrix `W` (`n x n`, whitened = `W x`) stored by rows with `k` entries each: row
 /// `c` has weights `weights[c k .. c k + k]` on input channels `indices[c k .. c k + k]`. Full
 /// ZCA has `k = n` (indices `0..n` in order); local ZCA has `k` = the neighbourhood size, the
-/// channel itself first. The sparse form is what a device kernel reads; [`Whitening::dense`]
+/// channel itself first. The sparse form is what a device kernel reads; [`WhiteningMatrix::dense`]
 /// gives the matrix.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Whitening {
+pub struct WhiteningMatrix {
     n: usize,
     k: usize,
     indices: Vec<u32>,
     weights: Vec<f64>,
 }
 
-impl Whitening {
+impl WhiteningMatrix {
     /// The number of channels.
     pub fn n(&self) -> usize {
         self.n
@@ -64,7 +64,7 @@ impl Whitening {
         let expected = self.n.saturating_mul(samples);
         if x.len() != expected {
             return Err(Error::Shape {
-                what: "Whitening::apply: x",
+                what: "WhiteningMatrix::apply: x",
                 expected,
                 actual: x.len(),
                 unit: "values (channels x samples)",
@@ -94,11 +94,11 @@ impl Whitening {
 ///
 /// As [`symmetric_eigen`], and [`Error::InvalidParameter`] when `n` is 0, `eps` is negative or not finite,
 /// or an eigenvalue plus `eps` is not positive (`cov` not positive definite enough).
-pub fn zca(cov: &[f64], n: usize, eps: f64) -> Result<Whitening> {
+pub fn zca(cov: &[f64], n: usize, eps: f64) -> Result<WhiteningMatrix> {
     check_channels("zca: n", n)?;
     let weights = zca_dense(cov, n, eps, "zca: cov")?;
     let indices = (0..n).flat_map(|_| 0..n as u32).collect();
-    Ok(Whitening {
+    Ok(WhiteningMatrix {
         n,
         k: n,
         indices,
@@ -126,7 +126,7 @@ pub fn local_zca(
     positions: &[(f64, f64)],
     n_nearest: usize,
     eps: f64,
-) -> Result<Whitening> {
+) -> Result<WhiteningMatrix> {
     let n = positions.len();
     check_channels("local_zca: positions", n)?;
     if cov.len() != n * n {
@@ -177,7 +177,7 @@ pub fn local_zca(
         indices.extend(near.iter().map(|&j| j as u32));
         weights.extend_from_slice(&local[..k]);
     }
-    Ok(Whitening {
+    Ok(WhiteningMatrix {
         n,
         k,
         indices,
