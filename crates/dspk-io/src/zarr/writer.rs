@@ -92,10 +92,16 @@ pub fn write_zarr(
         .map_err(|e| Error::library(path, "writing the root group", e))?;
 
     let sample_type: DataType = match info.stored_format {
+        SampleFormat::I16 => data_type::int16(),
         SampleFormat::U16 => data_type::uint16(),
         SampleFormat::I32 => data_type::int32(),
         SampleFormat::F32 => data_type::float32(),
-        _ => data_type::int16(),
+        other => {
+            return Err(Error::invalid(
+                path,
+                format!("cannot write {other} samples to Zarr"),
+            ));
+        }
     };
     let fill = vec![0u8; info.stored_format.size()];
     let chunk_samples = options.chunk_samples.min(n.max(1));
