@@ -2,48 +2,15 @@
 //! files and f64 host references on seeded random inputs; their stages chunked with halos
 //! against the whole window.
 
-use std::collections::HashMap;
+mod common;
 
+use common::Reference;
 use cubecl::client::Client;
 use dspk_core::test_util::{Rng, for_each_runtime};
 use dspk_ops::buffers::{download_f32, empty_f32, upload_f32};
 use dspk_ops::{
     Error, GaussianFilter, MedianFilter, Stage, gaussian_filter1d, gaussian_kernel1d, medfilt,
 };
-
-/// One case written by `tests/reference/cases_stats.py`: named f64 arrays with their shapes.
-/// (A local reader of the `.ref` format: `tests/common/mod.rs` does not compile yet.)
-struct Reference(HashMap<String, (Vec<usize>, Vec<f64>)>);
-
-impl Reference {
-    fn load(name: &str) -> Self {
-        let path = format!("{}/tests/reference/{name}.ref", env!("CARGO_MANIFEST_DIR"));
-        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-        let parse = |line: &str| {
-            let (key, rest) = line.split_once(": shape").expect("key: shape ... | ...");
-            let (shape, values) = rest.split_once('|').expect("shape | values");
-            let shape = shape.split_whitespace().map(|d| d.parse().unwrap());
-            let values = values.split_whitespace().map(|v| v.parse().unwrap());
-            (key.trim().to_string(), (shape.collect(), values.collect()))
-        };
-        let lines = text
-            .lines()
-            .filter(|l| !l.starts_with('#') && !l.trim().is_empty());
-        Self(lines.map(parse).collect())
-    }
-
-    fn shape(&self, key: &str) -> &[usize] {
-        &self.0[key].0
-    }
-
-    fn values(&self, key: &str) -> &[f64] {
-        &self.0[key].1
-    }
-
-    fn values_f32(&self, key: &str) -> Vec<f32> {
-        self.values(key).iter().map(|&v| v as f32).collect()
-    }
-}
 
 fn random_window(values: usize, rng: &mut Rng) -> Vec<f32> {
     // Quantised to 1/4 so median windows hold repeated values.

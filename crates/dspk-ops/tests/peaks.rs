@@ -2,48 +2,16 @@
 //! data and plateaus, and against a host reference of the device's exact rule on seeded random
 //! windows; owned ranges, chunking with halos, capacity and NaN.
 
-use std::collections::HashMap;
+mod common;
+
 use std::ops::Range;
 
+use common::Reference;
 use dspk_core::test_util::{Rng, for_each_runtime};
 use dspk_ops::buffers::{download_f32, empty_f32, upload_f32};
 use dspk_ops::{
     Error, Height, Peak, PeakDetector, PeakOptions, Polarity, find_peaks, mad_noise_into,
 };
-
-/// One case written by `tests/reference/cases_stats.py`: named f64 arrays with their shapes.
-/// (A local reader of the `.ref` format: `tests/common/mod.rs` does not compile yet.)
-struct Reference(HashMap<String, (Vec<usize>, Vec<f64>)>);
-
-impl Reference {
-    fn load(name: &str) -> Self {
-        let path = format!("{}/tests/reference/{name}.ref", env!("CARGO_MANIFEST_DIR"));
-        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-        let parse = |line: &str| {
-            let (key, rest) = line.split_once(": shape").expect("key: shape ... | ...");
-            let (shape, values) = rest.split_once('|').expect("shape | values");
-            let shape = shape.split_whitespace().map(|d| d.parse().unwrap());
-            let values = values.split_whitespace().map(|v| v.parse().unwrap());
-            (key.trim().to_string(), (shape.collect(), values.collect()))
-        };
-        let lines = text
-            .lines()
-            .filter(|l| !l.starts_with('#') && !l.trim().is_empty());
-        Self(lines.map(parse).collect())
-    }
-
-    fn shape(&self, key: &str) -> &[usize] {
-        &self.0[key].0
-    }
-
-    fn values(&self, key: &str) -> &[f64] {
-        &self.0[key].1
-    }
-
-    fn values_f32(&self, key: &str) -> Vec<f32> {
-        self.values(key).iter().map(|&v| v as f32).collect()
-    }
-}
 
 /// scipy's `_local_maxima_1d`: midpoints of flat runs higher than both neighbours.
 fn local_maxima(v: &[f32]) -> Vec<usize> {

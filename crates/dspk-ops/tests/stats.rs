@@ -1,8 +1,9 @@
 //! Per-channel mean, standard deviation, median and MAD noise on every runtime compiled in,
 //! against numpy reference files and f64 host references on seeded random inputs.
 
-use std::collections::HashMap;
+mod common;
 
+use common::Reference;
 use cubecl::client::Client;
 use cubecl::server::Handle;
 use dspk_core::test_util::{Rng, assert_close, for_each_runtime};
@@ -11,40 +12,6 @@ use dspk_ops::{
     Error, channel_mean, channel_mean_into, channel_median, channel_median_into, channel_std,
     channel_std_into, mad_noise, mad_noise_into,
 };
-
-/// One case written by `tests/reference/cases_stats.py`: named f64 arrays with their shapes.
-/// (A local reader of the `.ref` format: `tests/common/mod.rs` does not compile yet.)
-struct Reference(HashMap<String, (Vec<usize>, Vec<f64>)>);
-
-impl Reference {
-    fn load(name: &str) -> Self {
-        let path = format!("{}/tests/reference/{name}.ref", env!("CARGO_MANIFEST_DIR"));
-        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-        let parse = |line: &str| {
-            let (key, rest) = line.split_once(": shape").expect("key: shape ... | ...");
-            let (shape, values) = rest.split_once('|').expect("shape | values");
-            let shape = shape.split_whitespace().map(|d| d.parse().unwrap());
-            let values = values.split_whitespace().map(|v| v.parse().unwrap());
-            (key.trim().to_string(), (shape.collect(), values.collect()))
-        };
-        let lines = text
-            .lines()
-            .filter(|l| !l.starts_with('#') && !l.trim().is_empty());
-        Self(lines.map(parse).collect())
-    }
-
-    fn shape(&self, key: &str) -> &[usize] {
-        &self.0[key].0
-    }
-
-    fn values(&self, key: &str) -> &[f64] {
-        &self.0[key].1
-    }
-
-    fn values_f32(&self, key: &str) -> Vec<f32> {
-        self.values(key).iter().map(|&v| v as f32).collect()
-    }
-}
 
 /// Random channels: noise around a per-channel offset; every third channel quantised to
 /// multiples of 4 (repeated values, as int16 data), and some exact zeros and negative zeros.

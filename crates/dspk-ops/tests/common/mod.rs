@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 /// One reference case written by `tests/reference/make_reference.py`: named arrays of `f64`.
 #[derive(Debug)]
-pub struct Reference {
+pub(crate) struct Reference {
     name: String,
     arrays: HashMap<String, (Vec<usize>, Vec<f64>)>,
 }
@@ -16,8 +16,8 @@ impl Reference {
     ///
     /// # Panics
     ///
-    /// When the file is missing or malformed (regenerate with make_reference.py).
-    pub fn load(name: &str) -> Self {
+    /// When the file is missing or malformed (regenerate with `make_reference.py`).
+    pub(crate) fn load(name: &str) -> Self {
         let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
             .join("tests/reference")
             .join(format!("{name}.ref"));
@@ -64,7 +64,7 @@ impl Reference {
     /// # Panics
     ///
     /// When the case has no such key.
-    pub fn values(&self, key: &str) -> &[f64] {
+    pub(crate) fn values(&self, key: &str) -> &[f64] {
         &self.get(key).1
     }
 
@@ -73,7 +73,7 @@ impl Reference {
     /// # Panics
     ///
     /// When the case has no such key.
-    pub fn shape(&self, key: &str) -> &[usize] {
+    pub(crate) fn shape(&self, key: &str) -> &[usize] {
         &self.get(key).0
     }
 
@@ -82,14 +82,14 @@ impl Reference {
     /// # Panics
     ///
     /// When the case has no such key or it is not a single value.
-    pub fn scalar(&self, key: &str) -> f64 {
+    pub(crate) fn scalar(&self, key: &str) -> f64 {
         let values = self.values(key);
         assert_eq!(values.len(), 1, "{}: {key} is not a scalar", self.name);
         values[0]
     }
 
     /// The values of `key` as `f32` (device inputs).
-    pub fn values_f32(&self, key: &str) -> Vec<f32> {
+    pub(crate) fn values_f32(&self, key: &str) -> Vec<f32> {
         self.values(key).iter().map(|&v| v as f32).collect()
     }
 
