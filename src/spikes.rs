@@ -52,7 +52,7 @@ pub struct SpikeParams {
     pub seed: u64,
 }
 
-/// SplitMix64 random numbers (deterministic across platforms).
+/// `SplitMix64` random numbers (deterministic across platforms).
 struct Random(u64);
 
 impl Random {
@@ -108,13 +108,14 @@ pub fn generate(params: SpikeParams) -> Result<SpikeRecording, dspk::Error> {
         .collect();
     let height = 20.0 * (channels.div_ceil(2)) as f64;
 
-    // Units: position along the probe, a little off its plane; amplitude varies by unit.
+    // Units: position along the probe, between the columns; amplitude 0.7 to 1.5 times the
+    // nominal one.
     let unit_positions: Vec<(f64, f64, f64)> = (0..units)
         .map(|_| {
             (
                 random.unit() * 32.0,
                 random.unit() * height,
-                0.5 + random.unit(),
+                0.7 + 0.8 * random.unit(),
             )
         })
         .collect();
