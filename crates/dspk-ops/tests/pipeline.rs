@@ -1,8 +1,6 @@
 //! A `Pipeline` run by `PipelineWorkspace` on stored windows equals the stages' `f64` host
 //! references chained, and allocates nothing on the device after the first window.
 
-mod common;
-
 use dspk_core::SampleFormat;
 use dspk_core::test_util::{Rng, assert_close, for_each_runtime};
 use dspk_ops::design::{Band, butter, host};
