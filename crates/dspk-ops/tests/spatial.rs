@@ -780,3 +780,74 @@ fn covariance_argument_checks() {
         );
     });
 }
+
+/// Times each operator on a 384 x 60 000 window (two seconds of a Neuropixels probe) and
+/// prints one `spatial_timing key=value` line each, with the device-memory floor (one pass =
+/// one f32 read or write of the window at 4.26 TB/s, an H200's measured copy rate) and, for the
+/// products, the fp32 multiply-add floor (33.5 T/s). On a GPU:
+/// `DSPK_TEST_RUNTIMES=cuda cargo test --release -p dspk-ops --features dspk-core/cuda --test
+/// spatial timing -- --ignored --nocapture`.
+#[test]
+#[ignore = "timing on a probe-sized window; run on a GPU with --ignored --nocapture"]
+fn timing_on_a_probe_window() {
+    use cubecl::future::block_on;
+    for_each_runtime(|target, client| {
+        let (channels, samples, reps) = (384, 60_000, 20);
+        let mut rng = Rng::new(1);
+        let x = random_window(channels, samples, &mut rng);
+        let input = upload_f32(client, &x);
+        let output = empty_f32(client, x.len());
+        let sync = || block_on(client.sync()).unwrap();
+        let time = |f: &mut dyn FnMut()| {
+            f();
+            f();
+            sync();
+            let start = std::time::Instant::now();
+            for _ in 0..reps {
+                f();
+            }
+            sync();
+            start.elapsed().as_secs_f64() * 1e3 / reps as f64
+        };
+        let pass_ms = (channels * samples * 4) as f64 / 4.26e12 * 1e3;
+        for reference in [Reference::Mean, Reference::Median] {
+            let ms = time(&mut || {
+                common_reference(client, &input, &output, channels, samples, reference).unwrap()
+            });
+            println!(
+                "spatial_timing runtime={target} op={reference:?} ms={ms:.4} floor_ms={:.4}",
+                2.0 * pass_ms
+            );
+        }
+        for taps in [channels, 32] {
+            let m = random_mixing(channels, taps, &mut rng);
+            let mixing =
+                ChannelMixing::from_sparse(client, &m.indices, &m.weights, channels).unwrap();
+            let ms = time(&mut || {
+                mix_channels(client, &input, &output, channels, samples, &mixing).unwrap()
+            });
+            let fma_ms = (channels * taps * samples) as f64 / 33.5e12 * 1e3;
+            println!(
+                "spatial_timing runtime={target} op=mix taps={taps} ms={ms:.4} floor_ms={:.4} fma_floor_ms={fma_ms:.4}",
+                2.0 * pass_ms
+            );
+        }
+        let mut accumulator = CovarianceAccumulator::new(client, channels).unwrap();
+        let ms = time(&mut || {
+            accumulator
+                .add(client, &input, samples, 0..samples)
+                .unwrap()
+        });
+        let fma_ms = (49 * 50 / 2 * 64 * samples) as f64 / 33.5e12 * 1e3;
+        println!(
+            "spatial_timing runtime={target} op=covariance_add ms={ms:.4} floor_ms={pass_ms:.4} fma_floor_ms={fma_ms:.4}"
+        );
+        let start = std::time::Instant::now();
+        let cov = accumulator.finish(client).unwrap();
+        println!(
+            "spatial_timing runtime={target} op=covariance_finish ms={:.4} c00={}",
+            start.elapsed().as_secs_f64() * 1e3,
+            cov[0]
+        );
+    });
+}

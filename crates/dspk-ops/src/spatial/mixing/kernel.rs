@@ -2,8 +2,12 @@
 //! `[channels, samples]` window.
 //!
 //! Each unit computes `span` samples `t = u + j * stride` (`j < span`) of one or more output
-//! channels, so consecutive units read consecutive addresses of a channel, and each loaded
-//! weight serves `span` samples. Samples past the end are loaded clamped and not written.
+//! channels (a "row"), so each loaded weight serves `span` samples. A cube is `slots` groups of
+//! `lanes` units: the lanes of a group take consecutive `u` of one row (coalesced loads), and
+//! the groups take `slots` consecutive rows at the same `u`, so the input values neighbouring
+//! rows share are fetched from memory once per cube and then hit the cache. Consecutive cubes
+//! take the next rows at the same samples. Samples past the end are loaded clamped and not
+//! written.
 
 use cubecl::prelude::*;
 
@@ -21,14 +25,16 @@ pub(super) fn mix_dense(
     units: u32,
     #[comptime] rows: usize,
     #[comptime] span: usize,
+    #[comptime] lanes: usize,
+    #[comptime] slots: usize,
 ) {
     let count = usize::cast_from(channels);
     let n = usize::cast_from(samples);
     let q = usize::cast_from(stride);
-    let unit = ABSOLUTE_POS;
-    if unit < usize::cast_from(units) {
-        let first = (unit / q) * rows;
-        let u = unit % q;
+    let groups = count.div_ceil(rows);
+    let (group, u) = row_and_offset(groups, units, lanes, slots);
+    if group < groups && u < q {
+        let first = group * rows;
         let mut acc = Array::<f32>::new(rows * span);
         #[unroll]
         for i in 0..rows * span {
@@ -63,26 +69,28 @@ pub(super) fn mix_dense(
 }
 
 /// Sparse mixing, `indices` and `weights` row-major `[channels, taps]`: each unit computes one
-/// output channel for `span` samples. `units` is `channels * stride`.
+/// output channel for `span` samples.
 #[cube(launch_unchecked)]
 pub(super) fn mix_sparse(
     input: &[f32],
     indices: &[u32],
     weights: &[f32],
     output: &mut [f32],
+    channels: u32,
     samples: u32,
     taps: u32,
     stride: u32,
     units: u32,
     #[comptime] span: usize,
+    #[comptime] lanes: usize,
+    #[comptime] slots: usize,
 ) {
     let n = usize::cast_from(samples);
     let q = usize::cast_from(stride);
     let per_row = usize::cast_from(taps);
-    let unit = ABSOLUTE_POS;
-    if unit < usize::cast_from(units) {
-        let c = unit / q;
-        let u = unit % q;
+    let count = usize::cast_from(channels);
+    let (c, u) = row_and_offset(count, units, lanes, slots);
+    if c < count && u < q {
         let mut acc = Array::<f32>::new(span);
         #[unroll]
         for j in 0..span {
@@ -105,4 +113,28 @@ pub(super) fn mix_sparse(
             }
         }
     }
+}
+
+/// The row and the offset `u` of this unit, for `row_count` rows: unit
+/// `(block * slots + slot) * lanes + lane` takes row `(block % blocks) * slots + slot` and
+/// `u = (block / blocks) * lanes + lane`, with `blocks = ceil(row_count / slots)`. Units at or
+/// past `units` get an out-of-range row.
+#[cube]
+fn row_and_offset(
+    row_count: usize,
+    units: u32,
+    #[comptime] lanes: usize,
+    #[comptime] slots: usize,
+) -> (usize, usize) {
+    let unit = ABSOLUTE_POS;
+    let lane = unit % lanes;
+    let slot = (unit / lanes) % slots;
+    let block = unit / (lanes * slots);
+    let blocks = row_count.div_ceil(slots);
+    let row = select(
+        unit < usize::cast_from(units),
+        (block % blocks) * slots + slot,
+        row_count,
+    );
+    (row, (block / blocks) * lanes + lane)
 }

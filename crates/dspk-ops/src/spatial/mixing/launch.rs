@@ -5,13 +5,23 @@ use cubecl::server::Handle;
 
 use super::kernel;
 use crate::buffers::{upload_f32, upload_u32};
-use crate::launch::{CUBE_DIM, check_buffer, checked_values, cube_count};
+use crate::launch::{check_buffer, checked_values, cube_count_for};
 use crate::{Error, Result, Stage};
 
 /// Output channels per unit of the dense kernel (each loaded input value serves this many).
 const DENSE_ROWS: usize = 8;
 /// Samples per unit (each loaded weight serves this many).
 const SPAN: usize = 4;
+/// Units of a cube taking consecutive samples of one row (a warp on NVIDIA hardware).
+const LANES: usize = 32;
+/// Rows (groups of [`LANES`] units) of a cube, at the same samples: `LANES * SLOTS` is the cube.
+const SLOTS: usize = 8;
+
+/// Units covering `rows` rows of `stride` offsets, in whole cubes of [`SLOTS`] rows and
+/// [`LANES`] offsets (see the kernels' `row_and_offset`).
+fn mixing_units(rows: usize, stride: usize) -> usize {
+    rows.div_ceil(SLOTS) * stride.div_ceil(LANES) * LANES * SLOTS
+}
 
 /// A channel-mixing matrix on the device, uploaded once and applied to many windows with
 /// [`mix_channels`]: output channel `c` is `sum_k weights[c, k] * x[indices[c, k]]`, with
@@ -228,19 +238,21 @@ pub fn mix_channels(
         channels * mixing.taps * 4,
     )?;
     let stride = samples.div_ceil(SPAN);
-    let dim = CubeDim::new_1d(CUBE_DIM);
-    // All below `values` (or at most `channels + DENSE_ROWS` rows of `stride`), so in u32.
+    let dim = CubeDim::new_1d((LANES * SLOTS) as u32);
+    // Unit counts exceed `values` by less than a cube per row group and sample block; the
+    // check below keeps them in u32 with the sizes.
+    checked_values("channel mixing units", mixing_units(channels, stride), 1)?;
     let (samples32, stride32) = (samples as u32, stride as u32);
     match &mixing.indices {
         None => {
-            let units = channels.div_ceil(DENSE_ROWS) * stride;
+            let units = mixing_units(channels.div_ceil(DENSE_ROWS), stride);
             // SAFETY: the buffers hold the lengths passed (checked above); each unit with index
             // below `units` reads rows and input channels below `channels` and samples clamped
             // below `samples`, and writes only rows below `channels`, samples below `samples`.
             unsafe {
                 kernel::mix_dense::launch_unchecked(
                     client,
-                    cube_count(units),
+                    cube_count_for(units, (LANES * SLOTS) as u32),
                     dim,
                     BufferArg::from_raw_parts(input.clone(), values),
                     BufferArg::from_raw_parts(mixing.weights.clone(), channels * channels),
@@ -251,29 +263,34 @@ pub fn mix_channels(
                     units as u32,
                     DENSE_ROWS,
                     SPAN,
+                    LANES,
+                    SLOTS,
                 );
             }
         }
         Some(indices) => {
             let taps = channels * mixing.taps;
             check_buffer("channel mixing indices", indices, taps * 4)?;
-            let units = channels * stride;
+            let units = mixing_units(channels, stride);
             // SAFETY: as above; every stored index is below `channels` (checked when the matrix
             // was made), so `indices[c * taps + k] * samples + t` stays inside the input.
             unsafe {
                 kernel::mix_sparse::launch_unchecked(
                     client,
-                    cube_count(units),
+                    cube_count_for(units, (LANES * SLOTS) as u32),
                     dim,
                     BufferArg::from_raw_parts(input.clone(), values),
                     BufferArg::from_raw_parts(indices.clone(), taps),
                     BufferArg::from_raw_parts(mixing.weights.clone(), taps),
                     BufferArg::from_raw_parts(output.clone(), values),
+                    channels as u32,
                     samples32,
                     mixing.taps as u32,
                     stride32,
                     units as u32,
                     SPAN,
+                    LANES,
+                    SLOTS,
                 );
             }
         }

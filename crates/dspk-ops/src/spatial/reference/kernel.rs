@@ -11,6 +11,8 @@ const EXPONENT: u32 = 0x7F80_0000;
 /// Channels summed into one partial before it joins the total (blocked summation: the
 /// rounding error grows with `BLOCK + channels / BLOCK` rather than with `channels`).
 const BLOCK: u32 = 16;
+/// Channels whose loads a median pass issues together.
+const CHUNK: u32 = 16;
 
 /// `out[c, t] = x[c, t] - mean_c x[:, t]`, the mean summed in `f32` in blocks of [`BLOCK`]
 /// channels. Infinities and NaN propagate as in `numpy.mean`.
@@ -20,13 +22,16 @@ pub(super) fn subtract_mean(input: &[f32], output: &mut [f32], channels: u32, sa
     let n = usize::cast_from(samples);
     if t < n {
         let count = usize::cast_from(channels);
-        let block = usize::cast_from(BLOCK);
+        let block = BLOCK as usize;
         let mut sum = 0.0f32;
         for start in range_stepped(0, count, block) {
-            let end = min(start + block, count);
+            // Unrolled, so the block's loads are in flight together.
             let mut partial = 0.0f32;
-            for c in start..end {
-                partial += input[c * n + t];
+            #[unroll]
+            for i in 0..BLOCK {
+                let c = start + i as usize;
+                let value = input[min(c, count - 1) * n + t];
+                partial += select(c < count, value, 0.0f32);
             }
             sum += partial;
         }
@@ -42,8 +47,8 @@ pub(super) fn subtract_mean(input: &[f32], output: &mut [f32], channels: u32, sa
 /// of the two middle values for an even channel count), NaN when the column holds a NaN.
 ///
 /// The order statistics are selected exactly on the order-preserving `u32` key of each value's
-/// bits, two bits per pass over the column (16 passes), then one pass finds the next larger
-/// value (for an even count) and any NaN.
+/// bits, two bits per pass over the column (16 passes, loads issued [`CHUNK`] channels at a
+/// time), then one pass finds the next larger value (for an even count) and any NaN.
 #[cube(launch_unchecked)]
 pub(super) fn subtract_median(input: &[f32], output: &mut [f32], channels: u32, samples: u32) {
     let t = ABSOLUTE_POS;
@@ -53,6 +58,7 @@ pub(super) fn subtract_median(input: &[f32], output: &mut [f32], channels: u32, 
         // Lower middle (0-based rank) and upper middle.
         let high_rank = channels / 2;
         let low_rank = (channels - 1) / 2;
+        let chunk = CHUNK as usize;
 
         let mut low = 0u32;
         for pass in 0..16u32 {
@@ -63,11 +69,22 @@ pub(super) fn subtract_median(input: &[f32], output: &mut [f32], channels: u32, 
             let mut below_one = 0u32;
             let mut below_two = 0u32;
             let mut below_three = 0u32;
-            for c in 0..count {
-                let key = order_key(u32::reinterpret(input[c * n + t]));
-                below_one += select(key < one, 1u32, 0u32);
-                below_two += select(key < two, 1u32, 0u32);
-                below_three += select(key < three, 1u32, 0u32);
+            for start in range_stepped(0, count, chunk) {
+                let mut keys = Array::<u32>::new(CHUNK as usize);
+                #[unroll]
+                for i in 0..CHUNK {
+                    keys[i as usize] = order_key(u32::reinterpret(
+                        input[min(start + i as usize, count - 1) * n + t],
+                    ));
+                }
+                #[unroll]
+                for i in 0..CHUNK {
+                    let key = keys[i as usize];
+                    let valid = start + (i as usize) < count;
+                    below_one += select(valid && key < one, 1u32, 0u32);
+                    below_two += select(valid && key < two, 1u32, 0u32);
+                    below_three += select(valid && key < three, 1u32, 0u32);
+                }
             }
             // The largest candidate with at most `low_rank` keys below it.
             low = select(
