@@ -110,6 +110,15 @@ fn npz_archives_stored_and_deflated_with_zip64_members() {
     assert!(matches!(error, dspk_io::Error::Missing { .. }));
     assert!(error.to_string().contains("matrix, gains"), "{error}");
 
+    // Zip64 throughout: central-directory extra fields and the zip64 end record.
+    let mut archive = NpzArchive::open(data().join("arrays_zip64.npz")).unwrap();
+    assert_eq!(archive.names(), ["matrix", "gains"]);
+    assert_eq!(
+        archive.read("matrix").unwrap().to_f64().unwrap(),
+        matrix_c_order_f64()
+    );
+    assert_eq!(archive.read("gains").unwrap().to_f64().unwrap(), GAINS);
+
     let mut archive = NpzArchive::open(data().join("arrays_compressed.npz")).unwrap();
     assert_eq!(
         archive.read("matrix").unwrap().to_f64().unwrap(),

@@ -29,3 +29,24 @@ np.save("floats_f4.npy", np.array([1.5, -2.25], dtype="<f4"))
 # numpy writes every .npz member with zip64 extra fields (force_zip64=True).
 np.savez("arrays.npz", matrix=m, gains=np.array([0.195, 0.5, 1.0, 2.34375]))
 np.savez_compressed("arrays_compressed.npz", matrix=m, ids=np.array(["A0", "A1", "A2", "A3"]))
+
+# A fully zip64 archive (zip64 extra fields in the central directory and a zip64 end record),
+# as numpy writes for archives over 4 GiB: lower zipfile's limit so these small arrays get it.
+import zipfile
+
+_limit = zipfile.ZIP64_LIMIT
+zipfile.ZIP64_LIMIT = 1
+try:
+    np.savez("arrays_zip64.npz", matrix=m, gains=np.array([0.195, 0.5, 1.0, 2.34375]))
+finally:
+    zipfile.ZIP64_LIMIT = _limit
+# In a real archive over 4 GiB the classic end record's fields overflow and are saturated
+# (0xFFFF / 0xFFFFFFFF); do the same here (the zip crate refuses a zip64 end record beside
+# unsaturated classic fields, which only this small-archive trick produces).
+import struct
+
+with open("arrays_zip64.npz", "r+b") as f:
+    data = f.read()
+    end = data.rfind(b"PK\x05\x06")
+    f.seek(end + 8)
+    f.write(struct.pack("<HHII", 0xFFFF, 0xFFFF, 0xFFFFFFFF, 0xFFFFFFFF))
