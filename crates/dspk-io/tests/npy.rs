@@ -160,3 +160,70 @@ fn write_then_read() {
     let dtype: Dtype = "<i2".parse().unwrap();
     assert!(NpyArray::new(dtype, false, vec![3], vec![0; 5]).is_err());
 }
+
+/// Every `.npy` file of the shared fixtures (Phy exports in three dtypes and orders, Open
+/// Ephys timestamps, SpikeInterface properties) reads as numpy reads it
+/// (`tests/data/fixture_npy_reference.json`, from `make_fixture_npy_reference.py`).
+#[test]
+fn every_fixture_npy_reads_as_numpy_reads_it() {
+    let reference: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(data().join("fixture_npy_reference.json")).unwrap())
+            .unwrap();
+    let reference = reference.as_object().unwrap();
+    assert!(reference.len() >= 40, "{} files", reference.len());
+    let floats = |value: &serde_json::Value| -> Vec<f64> {
+        value
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect()
+    };
+    for (file, expected) in reference {
+        let array = NpyArray::read(fixtures().join(file)).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            array.dtype().to_string(),
+            expected["dtype"].as_str().unwrap(),
+            "{file}"
+        );
+        let shape: Vec<u64> = expected["shape"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d.as_u64().unwrap())
+            .collect();
+        assert_eq!(array.shape(), shape, "{file}");
+        if expected["fortran_order"].as_bool().unwrap() {
+            assert!(array.fortran_order(), "{file}");
+        }
+        if let Some(strings) = expected.get("strings") {
+            let strings: Vec<&str> = strings
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s.as_str().unwrap())
+                .collect();
+            assert_eq!(array.to_strings().unwrap(), strings, "{file}");
+            continue;
+        }
+        let values = array.to_f64().unwrap_or_else(|e| panic!("{e}"));
+        if let Some(exact) = expected.get("values") {
+            assert_eq!(values, floats(exact), "{file}");
+            continue;
+        }
+        assert_eq!(values[..10], floats(&expected["first"])[..], "{file}");
+        let sum: f64 = values.iter().sum();
+        let weighted: f64 = values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| v * ((i % 97) + 1) as f64)
+            .sum();
+        for (what, actual) in [("sum", sum), ("weighted_sum", weighted)] {
+            let want = expected[what].as_f64().unwrap();
+            assert!(
+                (actual - want).abs() <= 1e-9 * want.abs().max(1.0),
+                "{file}: {what} {actual} vs {want}"
+            );
+        }
+    }
+}
