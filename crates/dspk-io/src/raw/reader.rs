@@ -169,14 +169,20 @@ impl RawRecording {
                     let block = &mut scratch[..rows * frame];
                     let offset = self.header_bytes + (start + row as u64) * frame as u64;
                     self.file.read_exact_at(offset, block)?;
-                    for (&channel, out) in channels.iter().zip(out.chunks_exact_mut(run)) {
-                        let out = &mut out[row * size..(row + rows) * size];
-                        for (value, frame_bytes) in
-                            out.chunks_exact_mut(size).zip(block.chunks_exact(frame))
-                        {
-                            value.copy_from_slice(
-                                &frame_bytes[channel * size..(channel + 1) * size],
-                            );
+                    let rows_range = row..row + rows;
+                    match size {
+                        2 => gather::<2>(block, frame, channels, out, run, rows_range),
+                        4 => gather::<4>(block, frame, channels, out, run, rows_range),
+                        _ => {
+                            for (&channel, out) in channels.iter().zip(out.chunks_exact_mut(run)) {
+                                let out = &mut out[rows_range.start * size..rows_range.end * size];
+                                let column = channel * size;
+                                for (value, frame_bytes) in
+                                    out.chunks_exact_mut(size).zip(block.chunks_exact(frame))
+                                {
+                                    value.copy_from_slice(&frame_bytes[column..column + size]);
+                                }
+                            }
                         }
                     }
                     row += rows;
@@ -185,6 +191,26 @@ impl RawRecording {
         }
         to_little_endian(out, size, self.byte_order);
         Ok(())
+    }
+}
+
+/// Copies the values of `channels` out of a block of interleaved frames into their runs of
+/// `out` (channel-major, `run` bytes per channel), at rows `rows`; `S` is the sample size, a
+/// constant so each copy compiles to a single load and store.
+fn gather<const S: usize>(
+    block: &[u8],
+    frame: usize,
+    channels: &[usize],
+    out: &mut [u8],
+    run: usize,
+    rows: std::ops::Range<usize>,
+) {
+    for (&channel, out) in channels.iter().zip(out.chunks_exact_mut(run)) {
+        let out = &mut out[rows.start * S..rows.end * S];
+        let column = channel * S;
+        for (value, frame_bytes) in out.chunks_exact_mut(S).zip(block.chunks_exact(frame)) {
+            value.copy_from_slice(&frame_bytes[column..column + S]);
+        }
     }
 }
 
