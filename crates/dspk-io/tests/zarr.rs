@@ -70,6 +70,39 @@ fn straddling_windows_decode_each_chunk_once() {
 }
 
 #[test]
+fn sharded_stores_decode_only_the_inner_chunks_a_window_touches() {
+    // si_layout_sharded.zarr: one shard (3072, 4) of inner chunks (256, 2).
+    let cache = Arc::new(ChunkCache::new(1 << 20));
+    let recording = ZarrRecording::open_with(
+        fixtures().join("zarr_v3/si_layout_sharded.zarr"),
+        ZarrOptions {
+            cache: cache.clone(),
+            ..ZarrOptions::default()
+        },
+    )
+    .unwrap();
+    let mut out = vec![0u8; 2 * 100];
+    recording.read_stored(&[0], 200..300, &mut out).unwrap();
+    let stats = cache.stats();
+    assert_eq!(
+        (stats.decodes, stats.bytes),
+        (2, 2 * 256 * 2 * 2),
+        "{stats:?}"
+    );
+    for (s, value) in out.chunks_exact(2).enumerate() {
+        assert_eq!(
+            i16::from_le_bytes([value[0], value[1]]),
+            matrix_value(200 + s, 0)
+        );
+    }
+    // Channel 1 shares those inner chunks; channel 2 needs two more.
+    recording.read_stored(&[1], 200..300, &mut out).unwrap();
+    assert_eq!(cache.stats().decodes, 2);
+    recording.read_stored(&[2], 200..300, &mut out).unwrap();
+    assert_eq!(cache.stats().decodes, 4);
+}
+
+#[test]
 fn chunks_over_the_limit_are_refused_before_decoding() {
     let recording = ZarrRecording::open_with(
         fixtures().join("zarr_v3/si_layout_blosc.zarr"),

@@ -7,7 +7,10 @@ use dspk_core::{ChannelInfo, ReadRequest, RecordingInfo, RecordingSource, Sample
 use zarrs::array::data_type::{
     FixedLengthUTF32DataType, Float32DataType, Int16DataType, Int32DataType, UInt16DataType,
 };
-use zarrs::array::{Array, ArrayBytes};
+use zarrs::array::{
+    Array, ArrayBytes, ArrayShardedExt, ArrayShardedReadableExt, ArrayShardedReadableExtCache,
+    ChunkGrid, CodecOptions,
+};
 use zarrs::group::Group;
 use zarrs::storage::{ReadableStorage, ReadableStorageTraits};
 
@@ -28,7 +31,9 @@ const MAX_CHANNELS: u64 = 1 << 20;
 /// Any codecs compiled into this crate decode the chunks: blosc, zstd and sharding (with the
 /// crc32c index checksum), as SpikeInterface and zarr-python write them. Decoded chunks go
 /// through a [`ChunkCache`], so windows that straddle chunks decode each chunk once while it
-/// stays in the cache's budget. A chunk larger than
+/// stays in the cache's budget. A sharded array is read by inner chunks (its shard indexes are
+/// kept), so a window decodes only the inner chunks it touches; "chunk" below and in errors
+/// then means an inner chunk, indexed on the inner-chunk grid. A chunk larger than
 /// [`ZarrOptions::max_chunk_bytes`] is refused before it is decoded.
 ///
 /// Gains are in microvolts (unit `uV`); a store without `properties/gain_to_uV` reads with gain
@@ -37,6 +42,10 @@ const MAX_CHANNELS: u64 = 1 << 20;
 pub struct ZarrRecording {
     info: RecordingInfo,
     traces: Array<dyn ReadableStorageTraits>,
+    /// The grid reads are cut along: the chunks, or for a sharded array the inner chunks.
+    grid: ChunkGrid,
+    /// For a sharded array, the shard indexes read so far (inner chunks are decoded alone).
+    shards: Option<ArrayShardedReadableExtCache>,
     path: PathBuf,
     array_id: u64,
     cache: Arc<ChunkCache>,
@@ -218,8 +227,20 @@ impl ZarrRecording {
             .map_err(|e| Error::core(path, e))?;
         info.metadata
             .insert("zarr_format".into(), zarr_format(&traces).into());
+        // A sharded array is read inner chunk by inner chunk, so a window decodes only the
+        // inner chunks it touches, not whole shards.
+        let (grid, shards) = if traces.is_exclusively_sharded() {
+            (
+                traces.subchunk_grid(),
+                Some(ArrayShardedReadableExtCache::new(&traces)),
+            )
+        } else {
+            (traces.chunk_grid().clone(), None)
+        };
         Ok(Self {
             info,
+            grid,
+            shards,
             traces,
             path: path.to_path_buf(),
             array_id: ChunkCache::new_array_id(),
@@ -257,7 +278,14 @@ impl ZarrRecording {
             chunk,
         };
         self.cache.get_or_decode(key, || {
-            let decoded: ArrayBytes<'static> = self.traces.retrieve_chunk(&chunk).map_err(|e| {
+            let decoded: ArrayBytes<'static> = match &self.shards {
+                Some(shards) => {
+                    self.traces
+                        .retrieve_subchunk_opt(shards, &chunk, &CodecOptions::default())
+                }
+                None => self.traces.retrieve_chunk(&chunk),
+            }
+            .map_err(|e| {
                 Error::library(
                     &self.path,
                     format!("decoding chunk {chunk:?} of `traces_seg0`"),
@@ -290,7 +318,7 @@ impl ZarrRecording {
         let size = self.info.stored_format.size();
         let n = request.samples_per_channel();
         let range = request.samples();
-        let grid = self.traces.chunk_grid();
+        let grid = &self.grid;
         for (k, &channel) in request.channels().iter().enumerate() {
             let out = &mut out[k * n * size..(k + 1) * n * size];
             let mut t = range.start;
