@@ -19,17 +19,17 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use dspk::SampleFormat::I16;
+use dspk::WindowLoader;
 use dspk::cubecl::bytes::Bytes;
 use dspk::cubecl::client::Client;
 use dspk::cubecl::future::block_on;
 use dspk::ops::buffers::{download_f32, empty_f32};
 use dspk::ops::design::{Band, butter};
 use dspk::ops::{
-    ChannelMixing, CommonReference, Pipeline, PipelineWorkspace, Reference, SosFilter, Stage,
-    Whitening, linalg, unpack_scaled,
+    ChannelMixing, CommonReference, CovarianceAccumulator, Pipeline, PipelineWorkspace, Reference,
+    SosFilter, Stage, Whitening, linalg, mix_channels, unpack_scaled,
 };
 use dspk::{ChunkSchedule, ComputeTarget, RecordingSource, SampleRate, SyntheticRecording};
-use dspk::WindowLoader;
 
 struct Args {
     channels: usize,
@@ -200,6 +200,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .expect("whitening");
     });
     report("whitening_local32", ms, 2.0);
+    let mut cmr = CommonReference::new(Reference::Median);
+    let ms = time_ms(&client, reps, || {
+        cmr.apply(&client, &scaled, &scratch, channels, samples)
+            .expect("cmr");
+    });
+    report("cmr", ms, 2.0);
+    let dense = ChannelMixing::from_dense(&client, &white.dense(), channels)?;
+    let ms = time_ms(&client, reps, || {
+        mix_channels(&client, &scaled, &scratch, channels, samples, &dense).expect("mixing");
+    });
+    report("whitening_dense", ms, 2.0);
+    let mut covariance = CovarianceAccumulator::new(&client, channels)?;
+    let ms = time_ms(&client, reps, || {
+        covariance
+            .add(&client, &scaled, samples, 0..samples)
+            .expect("covariance");
+    });
+    report("covariance_add", ms, 1.0);
 
     let mut pipeline = Pipeline::new()
         .with(CommonReference::new(Reference::Mean))

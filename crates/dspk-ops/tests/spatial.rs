@@ -1,7 +1,7 @@
 //! Spatial operators (common reference, channel mixing, covariance) on every runtime compiled
 //! in, against numpy reference files and f64 host references on seeded random inputs.
 
-use std::collections::HashMap;
+mod common;
 
 use cubecl::client::Client;
 use dspk_core::test_util::{Rng, for_each_runtime};
@@ -11,47 +11,9 @@ use dspk_ops::{
     common_reference, mix_channels,
 };
 
-/// One case of `tests/reference/cases_spatial.py`: named f64 arrays with their shapes.
-///
-/// (A local reader of the `.ref` format: `tests/common/mod.rs` does not compile yet.)
-struct NumpyCase(HashMap<String, (Vec<usize>, Vec<f64>)>);
-
-impl NumpyCase {
-    fn load(name: &str) -> Self {
-        let path = format!("{}/tests/reference/{name}.ref", env!("CARGO_MANIFEST_DIR"));
-        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-        let arrays = text
-            .lines()
-            .filter(|line| !line.starts_with('#') && !line.trim().is_empty())
-            .map(|line| {
-                let (key, rest) = line.split_once(": shape").expect("key: shape ... | ...");
-                let (shape, values) = rest.split_once('|').expect("shape | values");
-                let shape = shape
-                    .split_whitespace()
-                    .map(|d| d.parse().unwrap())
-                    .collect();
-                let values = values
-                    .split_whitespace()
-                    .map(|v| v.parse().unwrap())
-                    .collect();
-                (key.trim().to_string(), (shape, values))
-            })
-            .collect();
-        Self(arrays)
-    }
-
-    fn shape(&self, key: &str) -> &[usize] {
-        &self.0[key].0
-    }
-
-    fn values(&self, key: &str) -> &[f64] {
-        &self.0[key].1
-    }
-
-    fn values_f32(&self, key: &str) -> Vec<f32> {
-        self.values(key).iter().map(|&v| v as f32).collect()
-    }
-}
+/// A case of `tests/reference/cases_spatial.py` (named so as not to clash with
+/// [`Reference`], the common reference).
+use common::Reference as NumpyCase;
 
 /// Window shapes `(channels, samples)` every operator is checked on: odd sizes, one channel,
 /// and a probe-sized one that stays quick on lavapipe.
@@ -777,77 +739,6 @@ fn covariance_argument_checks() {
         assert!(
             matches!(error, Error::InvalidParameter { .. }),
             "{target}: {error}"
-        );
-    });
-}
-
-/// Times each operator on a 384 x 60 000 window (two seconds of a Neuropixels probe) and
-/// prints one `spatial_timing key=value` line each, with the device-memory floor (one pass =
-/// one f32 read or write of the window at 4.26 TB/s, an H200's measured copy rate) and, for the
-/// products, the fp32 multiply-add floor (33.5 T/s). On a GPU:
-/// `DSPK_TEST_RUNTIMES=cuda cargo test --release -p dspk-ops --features dspk-core/cuda --test
-/// spatial timing -- --ignored --nocapture`.
-#[test]
-#[ignore = "timing on a probe-sized window; run on a GPU with --ignored --nocapture"]
-fn timing_on_a_probe_window() {
-    use cubecl::future::block_on;
-    for_each_runtime(|target, client| {
-        let (channels, samples, reps) = (384, 60_000, 20);
-        let mut rng = Rng::new(1);
-        let x = random_window(channels, samples, &mut rng);
-        let input = upload_f32(client, &x);
-        let output = empty_f32(client, x.len());
-        let sync = || block_on(client.sync()).unwrap();
-        let time = |f: &mut dyn FnMut()| {
-            f();
-            f();
-            sync();
-            let start = std::time::Instant::now();
-            for _ in 0..reps {
-                f();
-            }
-            sync();
-            start.elapsed().as_secs_f64() * 1e3 / reps as f64
-        };
-        let pass_ms = (channels * samples * 4) as f64 / 4.26e12 * 1e3;
-        for reference in [Reference::Mean, Reference::Median] {
-            let ms = time(&mut || {
-                common_reference(client, &input, &output, channels, samples, reference).unwrap()
-            });
-            println!(
-                "spatial_timing runtime={target} op={reference:?} ms={ms:.4} floor_ms={:.4}",
-                2.0 * pass_ms
-            );
-        }
-        for taps in [channels, 32] {
-            let m = random_mixing(channels, taps, &mut rng);
-            let mixing =
-                ChannelMixing::from_sparse(client, &m.indices, &m.weights, channels).unwrap();
-            let ms = time(&mut || {
-                mix_channels(client, &input, &output, channels, samples, &mixing).unwrap()
-            });
-            let fma_ms = (channels * taps * samples) as f64 / 33.5e12 * 1e3;
-            println!(
-                "spatial_timing runtime={target} op=mix taps={taps} ms={ms:.4} floor_ms={:.4} fma_floor_ms={fma_ms:.4}",
-                2.0 * pass_ms
-            );
-        }
-        let mut accumulator = CovarianceAccumulator::new(client, channels).unwrap();
-        let ms = time(&mut || {
-            accumulator
-                .add(client, &input, samples, 0..samples)
-                .unwrap()
-        });
-        let fma_ms = (49 * 50 / 2 * 64 * samples) as f64 / 33.5e12 * 1e3;
-        println!(
-            "spatial_timing runtime={target} op=covariance_add ms={ms:.4} floor_ms={pass_ms:.4} fma_floor_ms={fma_ms:.4}"
-        );
-        let start = std::time::Instant::now();
-        let cov = accumulator.finish(client).unwrap();
-        println!(
-            "spatial_timing runtime={target} op=covariance_finish ms={:.4} c00={}",
-            start.elapsed().as_secs_f64() * 1e3,
-            cov[0]
         );
     });
 }
