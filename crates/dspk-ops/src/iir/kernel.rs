@@ -38,6 +38,50 @@ fn read_virtual(src: &[f32], base: usize, len: u32, pad: u32, position: u32) -> 
     }
 }
 
+/// Samples a unit loads together before filtering them.
+const CHUNK: u32 = 8;
+
+/// The source position of virtual index `v` (counted from the far end when `reverse`).
+#[cube]
+fn virtual_position(v: u32, virtual_len: u32, #[comptime] reverse: bool) -> u32 {
+    if reverse { virtual_len - 1 - v } else { v }
+}
+
+/// One sample `u` through the cascade (`coef`: `[b0, b1, b2, a1, a2]` per section; `z`: the
+/// two states per section, updated); returns the last section's output.
+#[cube]
+fn cascade(u: f32, coef: &Array<f32>, z: &mut Array<f32>, #[comptime] sections: usize) -> f32 {
+    let mut u = u;
+    #[unroll]
+    for s in 0..sections {
+        let y = coef[5 * s] * u + z[2 * s];
+        z[2 * s] = coef[5 * s + 1] * u - coef[5 * s + 3] * y + z[2 * s + 1];
+        z[2 * s + 1] = coef[5 * s + 2] * u - coef[5 * s + 4] * y;
+        u = y;
+    }
+    u
+}
+
+/// Writes output `y` of source `position` where it lands: index `(position - out_offset) /
+/// out_stride` of the channel's `out_len` outputs, when that is whole and in range.
+#[cube]
+fn write_output(
+    dst: &mut [f32],
+    dst_base: usize,
+    position: u32,
+    out_offset: u32,
+    out_stride: u32,
+    out_len: u32,
+    y: f32,
+) {
+    if position >= out_offset {
+        let o = position - out_offset;
+        if o % out_stride == 0 && o / out_stride < out_len {
+            dst[dst_base + usize::cast_from(o / out_stride)] = y;
+        }
+    }
+}
+
 /// Runs the cascade over one block per unit; `finish = false` records the zero-start final
 /// state in `states`, `finish = true` starts from `states` and writes outputs to `dst`.
 /// `coefs` holds `[b0, b1, b2, a1, a2]` per section (normalised by `a0`).
@@ -90,24 +134,33 @@ pub(super) fn sos_blocks(
             }
         }
 
-        for v in start..end {
-            let mut position = v;
-            if reverse {
-                position = virtual_len - 1 - v;
-            }
-            let mut u = read_virtual(src, src_base, src_len, pad, position);
+        // Eight samples at a time: their loads are issued together, so each unit waits for
+        // memory once per eight samples rather than once per sample.
+        let chunked_end = start + (end - start) / CHUNK * CHUNK;
+        let mut x = Array::<f32>::new(CHUNK as usize);
+        let mut v = start;
+        while v < chunked_end {
             #[unroll]
-            for s in 0..sections {
-                let y = coef[5 * s] * u + z[2 * s];
-                z[2 * s] = coef[5 * s + 1] * u - coef[5 * s + 3] * y + z[2 * s + 1];
-                z[2 * s + 1] = coef[5 * s + 2] * u - coef[5 * s + 4] * y;
-                u = y;
+            for k in 0..CHUNK {
+                let position = virtual_position(v + k, virtual_len, reverse);
+                x[k as usize] = read_virtual(src, src_base, src_len, pad, position);
             }
-            if finish && position >= out_offset {
-                let o = position - out_offset;
-                if o % out_stride == 0 && o / out_stride < out_len {
-                    dst[dst_base + usize::cast_from(o / out_stride)] = u;
+            #[unroll]
+            for k in 0..CHUNK {
+                let y = cascade(x[k as usize], &coef, &mut z, sections);
+                if finish {
+                    let position = virtual_position(v + k, virtual_len, reverse);
+                    write_output(dst, dst_base, position, out_offset, out_stride, out_len, y);
                 }
+            }
+            v += CHUNK;
+        }
+        for v in chunked_end..end {
+            let position = virtual_position(v, virtual_len, reverse);
+            let u = read_virtual(src, src_base, src_len, pad, position);
+            let y = cascade(u, &coef, &mut z, sections);
+            if finish {
+                write_output(dst, dst_base, position, out_offset, out_stride, out_len, y);
             }
         }
 
