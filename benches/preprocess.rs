@@ -194,6 +194,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .expect("filter");
     });
     report("sosfiltfilt", ms, 6.0);
+    for block_len in [64, 128, 512, 1024] {
+        let mut filter = SosFilter::zero_phase(&highpass)?.with_block_len(block_len)?;
+        let ms = time_ms(&client, reps, || {
+            filter
+                .apply(&client, &scaled, &scratch, channels, samples)
+                .expect("filter");
+        });
+        report(&format!("sosfiltfilt_block{block_len}"), ms, 6.0);
+    }
     let mut forward = SosFilter::forward(&highpass, Initial::Zero)?;
     let ms = time_ms(&client, reps, || {
         forward

@@ -189,8 +189,10 @@ fn common_median_is_exact_on_ties_zeros_and_extremes() {
                 for c in 0..channels {
                     let expected = x[c * samples + t] - m;
                     let a = actual[c * samples + t];
+                    // Exact, except that GPUs may flush subnormal results to zero (Vulkan on
+                    // NVIDIA does): a difference below the smallest normal is that flush.
                     assert!(
-                        a == expected,
+                        a == expected || (a - expected).abs() < f32::MIN_POSITIVE,
                         "{target} {channels} channels, column {t}, channel {c}: actual {a}, \
                          expected {expected} (median {m})"
                     );

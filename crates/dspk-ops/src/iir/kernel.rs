@@ -173,6 +173,32 @@ pub(super) fn sos_blocks(
     }
 }
 
+/// One block of the scan: `next` receives the state at the block's start (`s` on entry) and
+/// `s` becomes `P s + z[offset..offset + dim]`, the state at the block's end.
+#[cube]
+fn scan_step(
+    p: &Array<f32>,
+    s: &mut Array<f32>,
+    next: &mut Array<f32>,
+    z: &Array<f32>,
+    offset: usize,
+    #[comptime] dim: usize,
+) {
+    #[unroll]
+    for i in 0..dim {
+        next[i] = s[i];
+    }
+    #[unroll]
+    for i in 0..dim {
+        let mut acc = z[offset + i];
+        #[unroll]
+        for k in 0..dim {
+            acc += p[i * dim + k] * next[k];
+        }
+        s[i] = acc;
+    }
+}
+
 /// Joins the blocks of each channel (one unit per channel): replaces each block's zero-start
 /// final state in `states` by the true state at the block's start. The first block starts
 /// from `initial * x0`, `x0` being the first value of the virtual sequence (zero `initial`
@@ -208,22 +234,43 @@ pub(super) fn sos_scan(
         for i in 0..dim {
             s[i] = initial[i] * x0;
         }
+        let mut p = Array::<f32>::new(dim * dim);
+        #[unroll]
+        for i in 0..dim * dim {
+            p[i] = transition[i];
+        }
+        // The blocks' zero-start states are loaded a group at a time (contiguous for one
+        // channel), so the sequential walk waits for memory once per group, not per block.
+        let group = comptime!(if sections <= 4 { 8usize } else { 2usize });
+        let mut z = Array::<f32>::new(group * dim);
         let blocks = usize::cast_from(blocks);
-        for b in 0..blocks {
-            let base = (channel * blocks + b) * dim;
+        let channel_base = channel * blocks * dim;
+        let groups = blocks / group;
+        for g in 0..groups {
+            let base = channel_base + g * group * dim;
             #[unroll]
-            for i in 0..dim {
-                let mut acc = states[base + i];
-                #[unroll]
-                for j in 0..dim {
-                    acc += transition[i * dim + j] * s[j];
-                }
-                next[i] = acc;
+            for i in 0..group * dim {
+                z[i] = states[base + i];
             }
             #[unroll]
+            for j in 0..group {
+                scan_step(&p, &mut s, &mut next, &z, j * dim, dim);
+                #[unroll]
+                for i in 0..dim {
+                    states[base + j * dim + i] = next[i];
+                }
+            }
+        }
+        for b in groups * group..blocks {
+            let base = channel_base + b * dim;
+            #[unroll]
             for i in 0..dim {
-                states[base + i] = s[i];
-                s[i] = next[i];
+                z[i] = states[base + i];
+            }
+            scan_step(&p, &mut s, &mut next, &z, 0, dim);
+            #[unroll]
+            for i in 0..dim {
+                states[base + i] = next[i];
             }
         }
     }
