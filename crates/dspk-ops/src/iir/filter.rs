@@ -24,9 +24,11 @@ fn settling(sos: &Sos) -> Result<usize> {
     sos.settling_length(SETTLED)
 }
 
-/// Default samples per block: enough units to fill a large GPU for a 60 000-sample window
-/// (384 channels x 235 blocks) while the per-channel scan over blocks stays short.
-const DEFAULT_BLOCK_LEN: usize = 256;
+/// Default samples per block. Measured on an H200 (CUDA, 384 x 60 000, zero-phase third-order
+/// high-pass): blocks of 64 / 128 / 256 / 512 / 1024 samples took 3.58 / 2.37 / 1.77 / 1.56 /
+/// 1.40 ms. Shorter blocks give more units but a longer sequential scan over blocks (one warp
+/// per 32 channels, latency-bound at about 1 us per block); 1024 balances the two there.
+const DEFAULT_BLOCK_LEN: usize = 1024;
 
 /// The most sections a filter may have (an order-32 band-pass); the kernels unroll over them.
 pub const MAX_SECTIONS: usize = 16;
@@ -196,7 +198,7 @@ impl SosFilter {
         })
     }
 
-    /// The same filter with time cut into blocks of `block_len` samples (default 256).
+    /// The same filter with time cut into blocks of `block_len` samples (default 1024).
     /// Results do not depend on it beyond `f32` rounding; tests use small blocks to exercise
     /// the scan on short inputs.
     ///
