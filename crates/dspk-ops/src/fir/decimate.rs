@@ -29,7 +29,7 @@ pub struct Decimate {
 
 #[derive(Debug)]
 enum Filter {
-    Iir(SosFilter),
+    Iir(Box<SosFilter>),
     Fir(Fir),
 }
 
@@ -42,9 +42,9 @@ impl Decimate {
     /// filter cannot be designed).
     pub fn new(q: usize, filter: DecimateFilter) -> Result<Self> {
         let filter = match filter {
-            DecimateFilter::Iir => {
-                Filter::Iir(SosFilter::zero_phase(&decimate_iir(q)?)?.with_decimation(q))
-            }
+            DecimateFilter::Iir => Filter::Iir(Box::new(
+                SosFilter::zero_phase(&decimate_iir(q)?)?.with_decimation(q),
+            )),
             DecimateFilter::Fir => Filter::Fir(Fir::resample(&decimate_fir(q)?)?),
         };
         Ok(Self { factor: q, filter })

@@ -32,7 +32,7 @@ pub(super) fn polyphase_fir(
         let src_base = channel * usize::cast_from(src_len);
         let i0 = m * down + shift;
         let phase = i0 % up;
-        let phase_taps = (taps_len + up - 1) / up;
+        let phase_taps = taps_len.div_ceil(up);
         let mut acc = f32::new(0.0);
         for k in 0..phase_taps {
             let j = phase + k * up;

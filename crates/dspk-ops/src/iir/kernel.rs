@@ -64,6 +64,8 @@ fn cascade(u: f32, coef: &Array<f32>, z: &mut Array<f32>, #[comptime] sections: 
 
 /// Writes output `y` of source `position` where it lands: index `(position - out_offset) /
 /// out_stride` of the channel's `out_len` outputs, when that is whole and in range.
+// Cube code: scalars have no `is_multiple_of` in CubeCL 0.11.
+#[allow(clippy::manual_is_multiple_of)]
 #[cube]
 fn write_output(
     dst: &mut [f32],

@@ -20,7 +20,7 @@ pub(super) fn unpack_16(
 ) {
     let word_index = ABSOLUTE_POS;
     let values = usize::cast_from(values);
-    if word_index < (values + 1) / 2 {
+    if word_index < values.div_ceil(2) {
         let word = words[word_index];
         let first = word_index * 2;
         let per_channel = usize::cast_from(samples);
