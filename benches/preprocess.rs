@@ -123,16 +123,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let offsets_handle = dspk::ops::buffers::upload_f32(&client, &to_f32(&offsets));
     let scaled = empty_f32(&client, channels * samples);
     let scratch = empty_f32(&client, channels * samples);
-    unpack_scaled(
-        &client,
-        &stored_handle,
-        I16,
-        &gains_handle,
-        &offsets_handle,
-        &scaled,
-        channels,
-        samples,
-    )?;
+    let unpack = || {
+        unpack_scaled(
+            &client,
+            &stored_handle,
+            I16,
+            &gains_handle,
+            &offsets_handle,
+            &scaled,
+            channels,
+            samples,
+        )
+        .expect("unpack");
+    };
+    unpack();
 
     // The stages. Whitening from the second moment of the referenced, filtered first 6000
     // samples (as Kilosort4 estimates it from filtered data).
@@ -170,17 +174,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // reads its input twice and writes once per direction (the padded intermediate included);
     // the mixing reads each input value from cache 32 times but from memory once, and writes.
     let ms = time_ms(&client, reps, || {
-        unpack_scaled(
-            &client,
-            &stored_handle,
-            I16,
-            &gains_handle,
-            &offsets_handle,
-            &scaled,
-            channels,
-            samples,
-        )
-        .expect("unpack");
+        unpack();
     });
     report("unpack", ms, 1.5);
     let ms = time_ms(&client, reps, || {
@@ -240,17 +234,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .with(SosFilter::zero_phase(&highpass)?)
         .with(Whitening::new(whitening.mixing().clone()));
     let ms = time_ms(&client, reps, || {
-        unpack_scaled(
-            &client,
-            &stored_handle,
-            I16,
-            &gains_handle,
-            &offsets_handle,
-            &scaled,
-            channels,
-            samples,
-        )
-        .expect("unpack");
+        unpack();
         pipeline
             .run(&client, &scaled, channels, samples)
             .expect("pipeline");
