@@ -22,7 +22,7 @@ mod fir;
 pub mod host;
 mod iir;
 mod resample;
-mod sos;
+pub(crate) mod sos;
 mod zpk;
 
 pub use fir::{MAX_KAISER_BETA, Window, firwin, kaiser_atten, kaiser_beta, kaiserord};

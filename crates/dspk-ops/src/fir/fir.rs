@@ -7,6 +7,7 @@ use cubecl::server::Handle;
 
 use super::kernel;
 use crate::buffers::upload_f32;
+use crate::design::sos::check_coefficients;
 use crate::design::{PolyphaseFilter, resample_poly_filter};
 use crate::launch::{CUBE_DIM, check_buffer, checked_values, cube_count};
 use crate::pipeline::Stage;
@@ -189,17 +190,14 @@ impl Stage for Fir {
     }
 }
 
+/// Taps a kernel can take: at least one, all finite (the check every design uses), and no
+/// more than a 32-bit index reaches.
 fn check_taps(taps: &[f64]) -> Result<()> {
-    if taps.is_empty() || taps.len() > u32::MAX as usize {
+    check_coefficients("fir: taps", taps)?;
+    if taps.len() > u32::MAX as usize {
         return Err(Error::InvalidParameter {
             what: "fir: taps",
-            reason: format!("{} taps; between 1 and u32::MAX are supported", taps.len()),
-        });
-    }
-    if let Some(i) = taps.iter().position(|t| !t.is_finite()) {
-        return Err(Error::InvalidParameter {
-            what: "fir: taps",
-            reason: format!("tap {i} is {}", taps[i]),
+            reason: format!("{} taps; at most u32::MAX are supported", taps.len()),
         });
     }
     Ok(())

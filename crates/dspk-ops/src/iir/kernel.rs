@@ -86,7 +86,7 @@ fn write_output(
 
 /// Runs the cascade over one block per unit; `finish = false` records the zero-start final
 /// state in `states`, `finish = true` starts from `states` and writes outputs to `dst`.
-/// `coefs` holds `[b0, b1, b2, a1, a2]` per section (normalised by `a0`).
+/// `coefs` holds `[b0, b1, b2, a1, a2]` per section (`a0 = 1`).
 #[allow(clippy::too_many_arguments)]
 #[cube(launch_unchecked)]
 pub(super) fn sos_blocks(

@@ -1,10 +1,10 @@
 //! What the blocked kernels need from a filter design, computed once in `f64` on the host.
 
-/// A cascade of second-order sections prepared for the device: coefficients normalised by
-/// `a0` (`[b0, b1, b2, a1, a2]` per section) and the state transition over one block.
+/// A cascade of second-order sections prepared for the device: `[b0, b1, b2, a1, a2]` per
+/// section and the state transition over one block.
 #[derive(Debug, Clone)]
 pub(super) struct Plan {
-    /// `[b0, b1, b2, a1, a2]` per section, divided by `a0`.
+    /// `[b0, b1, b2, a1, a2]` per section.
     pub(super) coefs: Vec<f64>,
     /// Row-major `2n x 2n` map from the cascade's state at a block's start to its state at the
     /// block's end when the input is zero (`n` sections).
@@ -12,12 +12,12 @@ pub(super) struct Plan {
 }
 
 impl Plan {
-    /// The plan for `sections` (scipy's `sos` rows `[b0, b1, b2, a0, a1, a2]`, `a0 != 0`) and
-    /// blocks of `block_len` samples.
+    /// The plan for `sections` (scipy's `sos` rows `[b0, b1, b2, a0, a1, a2]` with `a0 = 1`, as
+    /// [`Sos`](crate::design::Sos) guarantees) and blocks of `block_len` samples.
     pub(super) fn new(sections: &[[f64; 6]], block_len: usize) -> Self {
         let coefs: Vec<f64> = sections
             .iter()
-            .flat_map(|&[b0, b1, b2, a0, a1, a2]| [b0 / a0, b1 / a0, b2 / a0, a1 / a0, a2 / a0])
+            .flat_map(|&[b0, b1, b2, _, a1, a2]| [b0, b1, b2, a1, a2])
             .collect();
         let dim = 2 * sections.len();
         let mut transition = vec![0.0; dim * dim];
