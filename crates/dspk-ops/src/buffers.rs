@@ -61,3 +61,31 @@ fn read(client: &Client, handle: &Handle, len: usize) -> Result<Bytes> {
         .read_one(handle.clone())
         .map_err(|e| Error::Device(format!("{e:?}")))
 }
+
+/// A device buffer of `f32` that is reallocated only when a larger size is asked for, and
+/// counts its allocations: the scratch space of stages whose windows vary in length.
+#[derive(Debug, Default)]
+pub(crate) struct GrowingBuffer {
+    held: Option<(usize, Handle)>,
+    allocations: usize,
+}
+
+impl GrowingBuffer {
+    /// A buffer of at least `values` `f32`: the one held, or a new one when it is smaller.
+    pub(crate) fn get(&mut self, client: &Client, values: usize) -> Handle {
+        match &self.held {
+            Some((capacity, handle)) if *capacity >= values => handle.clone(),
+            _ => {
+                self.allocations += 1;
+                let handle = empty_f32(client, values);
+                self.held = Some((values, handle.clone()));
+                handle
+            }
+        }
+    }
+
+    /// Device buffers allocated so far.
+    pub(crate) fn allocations(&self) -> usize {
+        self.allocations
+    }
+}

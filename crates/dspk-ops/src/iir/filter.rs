@@ -6,7 +6,7 @@ use cubecl::server::Handle;
 
 use super::kernel;
 use super::plan::Plan;
-use crate::buffers::{empty_f32, upload_f32};
+use crate::buffers::{GrowingBuffer, upload_f32};
 use crate::design::host::sosfiltfilt_padlen;
 use crate::design::{Sos, sosfilt_zi};
 use crate::launch::{CUBE_DIM, check_buffer, checked_values, cube_count};
@@ -86,27 +86,8 @@ struct DeviceParts {
     transition: Handle,
     /// `sosfilt_zi` for a steady-state start, zeros for a zero start.
     initial: Handle,
-    states: Scratch,
-    intermediate: Scratch,
-    allocations: usize,
-}
-
-/// A device buffer that grows when a larger window arrives and is otherwise reused.
-#[derive(Debug, Default)]
-struct Scratch(Option<(usize, Handle)>);
-
-impl Scratch {
-    fn get(&mut self, client: &Client, values: usize, allocations: &mut usize) -> Handle {
-        match &self.0 {
-            Some((capacity, handle)) if *capacity >= values => handle.clone(),
-            _ => {
-                *allocations += 1;
-                let handle = empty_f32(client, values);
-                self.0 = Some((values, handle.clone()));
-                handle
-            }
-        }
-    }
+    states: GrowingBuffer,
+    intermediate: GrowingBuffer,
 }
 
 impl SosFilter {
@@ -225,7 +206,10 @@ impl SosFilter {
     /// Device buffers this filter has allocated (constant once windows stop growing).
     #[must_use]
     pub fn device_allocations(&self) -> usize {
-        self.device.as_ref().map_or(0, |d| d.allocations)
+        // coefficients, transition and initial state, then the two scratch buffers
+        self.device.as_ref().map_or(0, |d| {
+            3 + d.states.allocations() + d.intermediate.allocations()
+        })
     }
 
     /// Filters `channels x samples` values of `input` into `output` (`channels x
@@ -283,11 +267,7 @@ impl SosFilter {
                 } else {
                     let extended = samples + 2 * padlen;
                     checked_values("sosfiltfilt intermediate", channels, extended)
-                        .map(|values| {
-                            device
-                                .intermediate
-                                .get(client, values, &mut device.allocations)
-                        })
+                        .map(|values| device.intermediate.get(client, values))
                         .and_then(|intermediate| {
                             self.pass(
                                 client,
@@ -335,9 +315,8 @@ impl SosFilter {
             coefs: upload_f32(client, &to_f32(&plan.coefs)),
             transition: upload_f32(client, &to_f32(&plan.transition)),
             initial: upload_f32(client, &to_f32(&self.initial_state)),
-            states: Scratch::default(),
-            intermediate: Scratch::default(),
-            allocations: 3,
+            states: GrowingBuffer::default(),
+            intermediate: GrowingBuffer::default(),
         }
     }
 
@@ -349,9 +328,7 @@ impl SosFilter {
         let units = checked_values("sos filter blocks", pass.channels, blocks)?;
         let state_values = checked_values("sos filter states", units, 2 * sections)?;
         checked_values("sos filter virtual input", pass.channels, virtual_len)?;
-        let states = device
-            .states
-            .get(client, state_values, &mut device.allocations);
+        let states = device.states.get(client, state_values);
         let src_values = pass.channels * pass.src_len;
         let dst_values = pass.channels * pass.out_len;
         // All sizes below fit u32: each is bounded by a checked product above.
@@ -472,7 +449,7 @@ mod tests {
     use dspk_core::test_util::{Rng, assert_close, for_each_runtime};
 
     use super::*;
-    use crate::buffers::download_f32;
+    use crate::buffers::{download_f32, empty_f32};
     use crate::iir::plan::step;
 
     /// `n` random stable sections (pole radius 0.2 to 0.97).

@@ -4,7 +4,7 @@ use cubecl::client::Client;
 use cubecl::server::Handle;
 
 use super::Stage;
-use crate::buffers::empty_f32;
+use crate::buffers::GrowingBuffer;
 use crate::launch::{check_buffer, checked_values};
 use crate::{Error, Result};
 
@@ -27,16 +27,15 @@ use crate::{Error, Result};
 #[derive(Default)]
 pub struct Pipeline {
     stages: Vec<Box<dyn Stage>>,
-    /// The two ping-pong buffers and the values each holds.
-    buffers: Option<(usize, [Handle; 2])>,
-    allocations: usize,
+    /// The two ping-pong buffers.
+    buffers: [GrowingBuffer; 2],
 }
 
 impl std::fmt::Debug for Pipeline {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Pipeline")
             .field("stages", &self.stage_names())
-            .field("allocations", &self.allocations)
+            .field("allocations", &self.device_allocations())
             .finish_non_exhaustive()
     }
 }
@@ -106,21 +105,19 @@ impl Pipeline {
         samples: usize,
     ) -> Result<[Handle; 2]> {
         let values = checked_values("pipeline buffers", channels, samples)?;
-        match &self.buffers {
-            Some((held, buffers)) if *held >= values => Ok(buffers.clone()),
-            _ => {
-                let buffers = [empty_f32(client, values), empty_f32(client, values)];
-                self.buffers = Some((values, buffers.clone()));
-                self.allocations += 2;
-                Ok(buffers)
-            }
-        }
+        Ok(self
+            .buffers
+            .each_mut()
+            .map(|buffer| buffer.get(client, values)))
     }
 
     /// Device buffers the pipeline and its stages have allocated so far.
     #[must_use]
     pub fn device_allocations(&self) -> usize {
-        self.allocations
+        self.buffers
+            .iter()
+            .map(GrowingBuffer::allocations)
+            .sum::<usize>()
             + self
                 .stages
                 .iter()
