@@ -8,7 +8,7 @@ use crate::{Error, Result};
 
 /// A file opened for positional reads: no shared cursor, so any number of threads read at once.
 #[derive(Debug)]
-pub(crate) struct DataFile {
+pub struct DataFile {
     file: File,
     path: PathBuf,
     len: u64,
@@ -16,7 +16,11 @@ pub(crate) struct DataFile {
 
 impl DataFile {
     /// Opens `path` and records its length.
-    pub(crate) fn open(path: &Path) -> Result<Self> {
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`] if the file cannot be opened or its metadata read.
+    pub fn open(path: &Path) -> Result<Self> {
         let file = File::open(path).map_err(|e| Error::io(path, "open", e))?;
         let len = file
             .metadata()
@@ -30,17 +34,29 @@ impl DataFile {
     }
 
     /// The file's length when it was opened.
-    pub(crate) fn len(&self) -> u64 {
+    #[must_use]
+    pub fn len(&self) -> u64 {
         self.len
     }
 
+    /// Whether the file was empty when it was opened.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
     /// The file's path.
-    pub(crate) fn path(&self) -> &Path {
+    #[must_use]
+    pub fn path(&self) -> &Path {
         &self.path
     }
 
     /// Fills `buf` with the bytes at `offset`; a file that ends first is an error.
-    pub(crate) fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`] naming the byte range if the read fails or the file ends first.
+    pub fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
         if buf.is_empty() {
             return Ok(());
         }
@@ -78,7 +94,12 @@ fn read_exact_at(file: &File, mut offset: u64, mut buf: &mut [u8]) -> std::io::R
 
 /// Reads a small metadata file (a sidecar, a `.zarray`) whole, refusing files over `limit`
 /// bytes before reading them.
-pub(crate) fn read_small_file(path: &Path, limit: u64) -> Result<Vec<u8>> {
+///
+/// # Errors
+///
+/// [`Error::Io`] if the file cannot be opened or read; [`Error::TooLarge`] if it is longer
+/// than `limit`.
+pub fn read_small_file(path: &Path, limit: u64) -> Result<Vec<u8>> {
     let file = File::open(path).map_err(|e| Error::io(path, "open", e))?;
     let len = file
         .metadata()
@@ -101,4 +122,4 @@ pub(crate) fn read_small_file(path: &Path, limit: u64) -> Result<Vec<u8>> {
 }
 
 /// The largest metadata file read whole (sidecars, `binary.json`): 16 MiB.
-pub(crate) const METADATA_LIMIT: u64 = 16 << 20;
+pub const METADATA_LIMIT: u64 = 16 << 20;

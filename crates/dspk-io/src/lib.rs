@@ -34,6 +34,7 @@ mod zarr;
 pub use cache::{CacheStats, ChunkCache, ChunkKey};
 pub use dtype::{ByteOrder, Dtype, ElementKind};
 pub use error::{Error, Result};
+pub use file::{DataFile, METADATA_LIMIT, read_small_file};
 pub use npy::{NPY_MAGIC, NpyArray, NpyHeader, NpzArchive, open_npy_recording};
 pub use raw::{
     RawRecording, RawSidecar, RawSpec, RawWriteOptions, SI_BINARY_JSON, SIDECAR_FORMAT,

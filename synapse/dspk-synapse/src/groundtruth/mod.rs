@@ -1,0 +1,1 @@
+//! Ground truth: comparison of a sorting with known spike trains, and synthetic recordings.

@@ -1,0 +1,1 @@
+//! Intan `.rhd` recordings.

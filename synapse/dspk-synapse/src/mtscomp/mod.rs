@@ -1,0 +1,1 @@
+//! mtscomp-compressed recordings (`.cbin` + `.ch`).

@@ -1,0 +1,1 @@
+//! NWB ElectricalSeries recordings, in HDF5 files and NWB-Zarr stores.

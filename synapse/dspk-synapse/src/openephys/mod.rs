@@ -1,0 +1,1 @@
+//! Open Ephys binary recordings (`structure.oebin` + `continuous.dat`).

@@ -1,0 +1,1 @@
+//! Phy sorting folders.

@@ -1,0 +1,1 @@
+//! SpikeGLX recordings (`.bin` + `.meta`).
