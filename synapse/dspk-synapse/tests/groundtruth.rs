@@ -1,0 +1,355 @@
+//! Ground truth: the comparison against SpikeInterface's numbers
+//! (`tests/reference/comparison.json`, made by `tests/reference/make_comparison.py`), the
+//! assignment solver against brute force, and the synthetic recording's properties.
+
+use dspk_core::SampleRate;
+use dspk_synapse::Error;
+use dspk_synapse::groundtruth::{
+    CompareOptions, MatchMode, SpikeTrains, compare_to_ground_truth, delta_frames,
+    linear_sum_assignment,
+};
+use serde_json::Value;
+
+fn reference() -> Value {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reference/comparison.json");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn strings(value: &Value) -> Vec<String> {
+    value
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|v| v.as_str().expect("string").to_string())
+        .collect()
+}
+
+fn optional_strings(value: &Value) -> Vec<Option<String>> {
+    value
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|v| v.as_str().map(str::to_string))
+        .collect()
+}
+
+fn floats(value: &Value) -> Vec<f64> {
+    value
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|v| v.as_f64().expect("number"))
+        .collect()
+}
+
+fn integers(value: &Value) -> Vec<u64> {
+    value
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|v| v.as_u64().expect("whole number"))
+        .collect()
+}
+
+fn sorting(value: &Value) -> SpikeTrains {
+    let ids = strings(&value["ids"]);
+    let trains = value["trains"].as_array().expect("trains");
+    SpikeTrains::new(
+        ids.into_iter()
+            .zip(trains)
+            .map(|(id, t)| {
+                let train = t
+                    .as_array()
+                    .expect("train")
+                    .iter()
+                    .map(|v| v.as_i64().expect("sample"))
+                    .collect();
+                (id, train)
+            })
+            .collect(),
+    )
+    .expect("reference trains are valid")
+}
+
+/// `f64` Hz as an exact rational (the reference rates are dyadic or whole).
+fn rate(hz: f64) -> SampleRate {
+    hz.to_string().parse().expect("rate")
+}
+
+fn assert_close(what: &str, actual: &[f64], expected: &[f64]) {
+    assert_eq!(actual.len(), expected.len(), "{what}: lengths");
+    for (k, (a, e)) in actual.iter().zip(expected).enumerate() {
+        assert!(
+            (a - e).abs() <= 1e-12,
+            "{what}[{k}]: {a} vs SpikeInterface {e}"
+        );
+    }
+}
+
+#[test]
+fn comparison_matches_spikeinterface() {
+    let reference = reference();
+    let cases = reference["cases"].as_array().expect("cases");
+    assert!(cases.len() >= 5);
+    for case in cases {
+        let name = case["name"].as_str().expect("name");
+        let gt = sorting(&case["gt"]);
+        let tested = sorting(&case["tested"]);
+        let o = &case["options"];
+        let options = CompareOptions {
+            delta_time_ms: o["delta_time"].as_f64().unwrap(),
+            match_score: o["match_score"].as_f64().unwrap(),
+            chance_score: o["chance_score"].as_f64().unwrap(),
+            well_detected_score: o["well_detected_score"].as_f64().unwrap(),
+            redundant_score: o["redundant_score"].as_f64().unwrap(),
+            overmerged_score: o["overmerged_score"].as_f64().unwrap(),
+        };
+        let rate = rate(case["sampling_frequency"].as_f64().unwrap());
+        let c = compare_to_ground_truth(&gt, &tested, rate, &options).unwrap();
+        assert_eq!(
+            c.delta_frames(),
+            case["delta_frames"].as_u64().unwrap(),
+            "{name}"
+        );
+
+        let counts: Vec<u64> = case["match_count"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(integers)
+            .collect();
+        assert_eq!(c.match_counts(), counts, "{name}: match counts");
+        let agreement: Vec<f64> = case["agreement"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(floats)
+            .collect();
+        assert_close(
+            &format!("{name}: agreement"),
+            c.agreement_scores(),
+            &agreement,
+        );
+
+        let tested_id = |j: &Option<usize>| j.map(|j| tested.ids()[j].clone());
+        let gt_id = |i: &Option<usize>| i.map(|i| gt.ids()[i].clone());
+        let hungarian: Vec<_> = c.hungarian_match().iter().map(tested_id).collect();
+        assert_eq!(
+            hungarian,
+            optional_strings(&case["hungarian_match_12"]),
+            "{name}"
+        );
+        let best: Vec<_> = c.best_match().iter().map(tested_id).collect();
+        assert_eq!(best, optional_strings(&case["best_match_12"]), "{name}");
+        let best21: Vec<_> = c.best_match_tested().iter().map(gt_id).collect();
+        assert_eq!(best21, optional_strings(&case["best_match_21"]), "{name}");
+
+        let unit_counts = c.counts(MatchMode::Hungarian);
+        let tp: Vec<u64> = unit_counts.iter().map(|u| u.true_positives).collect();
+        let fn_: Vec<u64> = unit_counts.iter().map(|u| u.false_negatives).collect();
+        let fp: Vec<u64> = unit_counts.iter().map(|u| u.false_positives).collect();
+        assert_eq!(tp, integers(&case["tp"]), "{name}: tp");
+        assert_eq!(fn_, integers(&case["fn"]), "{name}: fn");
+        assert_eq!(fp, integers(&case["fp"]), "{name}: fp");
+
+        for (mode, key) in [
+            (MatchMode::Hungarian, "performance"),
+            (MatchMode::Best, "performance_best"),
+        ] {
+            let perf = c.performance(mode);
+            let e = &case[key];
+            let column = |f: fn(&dspk_synapse::groundtruth::Performance) -> f64| {
+                perf.iter().map(f).collect::<Vec<f64>>()
+            };
+            assert_close(
+                &format!("{name}: {key}.accuracy"),
+                &column(|p| p.accuracy),
+                &floats(&e["accuracy"]),
+            );
+            assert_close(
+                &format!("{name}: {key}.recall"),
+                &column(|p| p.recall),
+                &floats(&e["recall"]),
+            );
+            assert_close(
+                &format!("{name}: {key}.precision"),
+                &column(|p| p.precision),
+                &floats(&e["precision"]),
+            );
+            assert_close(
+                &format!("{name}: {key}.false_discovery_rate"),
+                &column(|p| p.false_discovery_rate),
+                &floats(&e["false_discovery_rate"]),
+            );
+            assert_close(
+                &format!("{name}: {key}.miss_rate"),
+                &column(|p| p.miss_rate),
+                &floats(&e["miss_rate"]),
+            );
+            let mean = c.mean_performance(mode);
+            let accuracy = floats(&e["accuracy"]);
+            let expected_mean = accuracy.iter().sum::<f64>() / accuracy.len() as f64;
+            assert!(
+                (mean.accuracy - expected_mean).abs() <= 1e-12,
+                "{name}: mean accuracy"
+            );
+        }
+
+        let ids = |units: Vec<usize>| -> Vec<String> {
+            units.into_iter().map(|j| tested.ids()[j].clone()).collect()
+        };
+        assert_eq!(
+            ids(c.well_detected_units()),
+            strings(&case["well_detected"]),
+            "{name}"
+        );
+        assert_eq!(
+            ids(c.redundant_units()),
+            strings(&case["redundant"]),
+            "{name}"
+        );
+        assert_eq!(
+            ids(c.overmerged_units()),
+            strings(&case["overmerged"]),
+            "{name}"
+        );
+        assert_eq!(
+            ids(c.false_positive_units()),
+            strings(&case["false_positive"]),
+            "{name}"
+        );
+        assert_eq!(ids(c.bad_units()), strings(&case["bad"]), "{name}");
+        let categories = c.unit_categories();
+        let e = &case["categories"];
+        let n = |k: &str| e[k].as_u64().unwrap() as usize;
+        assert_eq!(
+            [
+                categories.num_gt,
+                categories.num_tested,
+                categories.well_detected,
+                categories.overmerged,
+                categories.redundant,
+                categories.false_positive,
+                categories.bad
+            ],
+            [
+                n("num_gt"),
+                n("num_sorter"),
+                n("num_well_detected"),
+                n("num_overmerged"),
+                n("num_redundant"),
+                n("num_false_positive"),
+                n("num_bad")
+            ],
+            "{name}: categories"
+        );
+    }
+}
+
+#[test]
+fn delta_frames_truncate_as_spikeinterface() {
+    let hz = |h: u64| SampleRate::from_hz(h).unwrap();
+    assert_eq!(delta_frames(0.4, hz(30_000)).unwrap(), 12);
+    assert_eq!(delta_frames(0.4, hz(32_000)).unwrap(), 12);
+    assert_eq!(delta_frames(0.5, hz(30_000)).unwrap(), 15);
+    assert_eq!(delta_frames(0.0, hz(30_000)).unwrap(), 0);
+    assert!(matches!(
+        delta_frames(-0.1, hz(30_000)),
+        Err(Error::Argument(_))
+    ));
+    assert!(matches!(
+        delta_frames(f64::NAN, hz(30_000)),
+        Err(Error::Argument(_))
+    ));
+}
+
+#[test]
+fn spike_trains_are_checked() {
+    let unit = |id: &str, t: &[i64]| (id.to_string(), t.to_vec());
+    assert!(SpikeTrains::new(vec![unit("a", &[1, 1, 5]), unit("b", &[])]).is_ok());
+    let unsorted = SpikeTrains::new(vec![unit("a", &[1, 7, 5])]).unwrap_err();
+    assert!(unsorted.to_string().contains("not sorted"), "{unsorted}");
+    let negative = SpikeTrains::new(vec![unit("a", &[-3, 5])]).unwrap_err();
+    assert!(negative.to_string().contains("negative"), "{negative}");
+    let twice = SpikeTrains::new(vec![unit("a", &[1]), unit("a", &[2])]).unwrap_err();
+    assert!(twice.to_string().contains("twice"), "{twice}");
+
+    let labelled = SpikeTrains::from_labels(&[30, 10, 20, 40], &[7, 2, 7, 2]).unwrap();
+    assert_eq!(labelled.ids(), ["2", "7"]);
+    assert_eq!(labelled.train(0), [10, 40]);
+    assert_eq!(labelled.train(1), [20, 30]);
+    assert_eq!(labelled.num_spikes(), 4);
+    assert!(SpikeTrains::from_labels(&[1, 2], &[0]).is_err());
+    assert!(SpikeTrains::from_labels(&[-1], &[0]).is_err());
+}
+
+/// Every assignment of `min(rows, cols)` pairs, by recursion; the least total cost.
+fn brute_force(cost: &[f64], rows: usize, cols: usize) -> f64 {
+    fn go(cost: &[f64], rows: usize, cols: usize, row: usize, used: &mut Vec<bool>) -> f64 {
+        if row == rows {
+            return 0.0;
+        }
+        let mut best = f64::INFINITY;
+        // A row may stay unassigned only while enough rows remain to fill the columns.
+        let assigned = used.iter().filter(|&&u| u).count();
+        if rows - row > cols - assigned {
+            best = go(cost, rows, cols, row + 1, used);
+        }
+        for c in 0..cols {
+            if !used[c] {
+                used[c] = true;
+                best = best.min(cost[row * cols + c] + go(cost, rows, cols, row + 1, used));
+                used[c] = false;
+            }
+        }
+        best
+    }
+    go(cost, rows, cols, 0, &mut vec![false; cols])
+}
+
+#[test]
+fn assignment_is_optimal() {
+    let mut state = 0x1234_5678_u64;
+    let mut next = || {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (state >> 11) as f64 / (1u64 << 53) as f64
+    };
+    for rows in 1..=6 {
+        for cols in 1..=6 {
+            for trial in 0..4 {
+                // Trial 3 has many equal costs (ties).
+                let cost: Vec<f64> = (0..rows * cols)
+                    .map(|_| {
+                        if trial == 3 {
+                            (next() * 3.0).floor()
+                        } else {
+                            next() * 10.0 - 5.0
+                        }
+                    })
+                    .collect();
+                let pairs = linear_sum_assignment(&cost, rows, cols).unwrap();
+                assert_eq!(pairs.len(), rows.min(cols));
+                let mut used_rows = vec![false; rows];
+                let mut used_cols = vec![false; cols];
+                for &(r, c) in &pairs {
+                    assert!(!used_rows[r] && !used_cols[c], "{rows}x{cols}: {pairs:?}");
+                    used_rows[r] = true;
+                    used_cols[c] = true;
+                }
+                let total: f64 = pairs.iter().map(|&(r, c)| cost[r * cols + c]).sum();
+                let best = brute_force(&cost, rows, cols);
+                assert!(
+                    (total - best).abs() < 1e-9,
+                    "{rows}x{cols} trial {trial}: {total} vs {best}"
+                );
+            }
+        }
+    }
+    assert!(linear_sum_assignment(&[1.0, 2.0], 2, 2).is_err());
+    assert!(linear_sum_assignment(&[1.0, f64::NAN], 1, 2).is_err());
+    assert!(linear_sum_assignment(&[], 0, 3).unwrap().is_empty());
+}
