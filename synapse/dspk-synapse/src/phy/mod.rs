@@ -38,6 +38,19 @@ pub use write::{PhyWriteOptions, write_phy};
 
 use crate::{Error, Result};
 
+/// `text` for an error message, control characters escaped (`\t`, `\u{0}`).
+fn shown(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
 /// An n-dimensional array in C (row-major) order: the last index varies fastest.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Array<T> {
@@ -428,7 +441,7 @@ impl PhyFolder {
             if column.name.is_empty() || column.name == "cluster_id" || !clean(&column.name) {
                 return problem(format!(
                     "column name `{}` is empty, `cluster_id` or has a tab or line break",
-                    column.name.escape_debug()
+                    shown(&column.name)
                 ));
             }
             let repeated = self.cluster_columns[..i]
@@ -441,7 +454,7 @@ impl PhyFolder {
                 return problem(format!(
                     "cluster {id}'s `{}` value `{}` has a tab or line break",
                     column.name,
-                    value.escape_debug()
+                    shown(value)
                 ));
             }
             if let Some(id) = column.values.keys().find(|&&id| i32::try_from(id).is_err()) {

@@ -26,8 +26,8 @@ pub enum ParamValue {
 }
 
 impl ParamValue {
-    /// The literal as Python source (`r'...'` for strings without quotes or a trailing
-    /// backslash, an escaped `'...'` otherwise; floats always with a `.` or an exponent).
+    /// The literal as Python source (strings as escaped `'...'`, floats always with a `.` or
+    /// an exponent).
     fn to_python(&self) -> String {
         match self {
             Self::None => "None".into(),
@@ -35,7 +35,7 @@ impl ParamValue {
             Self::Bool(false) => "False".into(),
             Self::Int(value) => value.to_string(),
             Self::Float(value) => python_float(*value),
-            Self::Str(text) => python_string(text),
+            Self::Str(text) => escaped_string(text),
             Self::List(items) => {
                 let items: Vec<String> = items.iter().map(Self::to_python).collect();
                 format!("[{}]", items.join(", "))
@@ -115,11 +115,7 @@ impl PhyParams {
             let bad = |why: &str| {
                 Error::invalid(
                     path,
-                    format!(
-                        "line {}: {why}: `{}`",
-                        index + 1,
-                        line.trim().escape_debug()
-                    ),
+                    format!("line {}: {why}: `{}`", index + 1, super::shown(line.trim())),
                 )
             };
             let content = line.trim();
@@ -238,14 +234,15 @@ impl PhyParams {
     }
 
     /// The text of a `params.py` holding these parameters, one `name = literal` line each:
-    /// `dat_path` as a raw string `r'...'` (a list for several files), `dtype` as numpy's name
-    /// (`'int16'`), `sample_rate` as a float, then `template_scaling` and the other values.
+    /// `dat_path` as a raw string `r'...'` (a list for several files; an escaped string when a
+    /// raw one cannot spell it), `dtype` as numpy's name (`'int16'`), `sample_rate` as a
+    /// float, then `template_scaling` and the other values (strings as escaped `'...'`).
     ///
     /// # Errors
     ///
     /// [`Error::Argument`] if a `dat_path` is not valid UTF-8, a name in
-    /// [`other`](Self::other) is not a Python name or repeats a standard one, or a number is
-    /// not finite.
+    /// [`other`](Self::other) is not a Python name or repeats a standard one, a number is
+    /// not finite, or `offset` is over `i64::MAX`.
     pub fn to_python(&self) -> Result<String> {
         let mut paths = Vec::with_capacity(self.dat_path.len());
         for path in &self.dat_path {
@@ -255,11 +252,11 @@ impl PhyParams {
                     path.display()
                 ))
             })?;
-            paths.push(ParamValue::Str(text.to_string()));
+            paths.push(raw_string(text));
         }
-        let dat_path = match <[ParamValue; 1]>::try_from(paths) {
+        let dat_path = match <[String; 1]>::try_from(paths) {
             Ok([single]) => single,
-            Err(paths) => ParamValue::List(paths),
+            Err(paths) => format!("[{}]", paths.join(", ")),
         };
         let finite = |name: &str, value: f64| {
             if value.is_finite() {
@@ -270,16 +267,24 @@ impl PhyParams {
                 )))
             }
         };
+        let integer = |name: &str, value: u64| {
+            i64::try_from(value).map_err(|_| {
+                Error::Argument(format!(
+                    "params.py: `{name}` = {value} is over {}",
+                    i64::MAX
+                ))
+            })
+        };
+        let mut text = format!("dat_path = {dat_path}\n");
         let mut lines = vec![
-            ("dat_path".to_string(), dat_path),
             (
                 "n_channels_dat".into(),
-                ParamValue::Int(i64::try_from(self.n_channels_dat).unwrap_or(i64::MAX)),
+                ParamValue::Int(integer("n_channels_dat", self.n_channels_dat as u64)?),
             ),
             ("dtype".into(), ParamValue::Str(numpy_name(self.dtype))),
             (
                 "offset".into(),
-                ParamValue::Int(i64::try_from(self.offset).unwrap_or(i64::MAX)),
+                ParamValue::Int(integer("offset", self.offset)?),
             ),
             (
                 "sample_rate".into(),
@@ -294,18 +299,19 @@ impl PhyParams {
             ));
         }
         for (name, value) in &self.other {
-            if !is_identifier(name) || lines.iter().any(|(n, _)| n == name) {
+            if !is_identifier(name) || name == "dat_path" || lines.iter().any(|(n, _)| n == name) {
                 return Err(Error::Argument(format!(
                     "params.py: `{}` cannot be written as an extra parameter name",
-                    name.escape_debug()
+                    super::shown(name)
                 )));
             }
-            if let ParamValue::Float(v) = value {
-                finite(name, *v)?;
+            if !all_finite(value) {
+                return Err(Error::Argument(format!(
+                    "params.py: `{name}` holds a number that is not finite"
+                )));
             }
             lines.push((name.clone(), value.clone()));
         }
-        let mut text = String::new();
         for (name, value) in lines {
             // Writing to a String cannot fail.
             let _ = writeln!(text, "{name} = {value}");
@@ -318,6 +324,15 @@ impl PhyParams {
     #[must_use]
     pub fn dat_paths_in(&self, folder: &Path) -> Vec<PathBuf> {
         self.dat_path.iter().map(|p| folder.join(p)).collect()
+    }
+}
+
+/// Whether every float in `value` is finite (Python has no literal for the others).
+fn all_finite(value: &ParamValue) -> bool {
+    match value {
+        ParamValue::Float(v) => v.is_finite(),
+        ParamValue::List(items) => items.iter().all(all_finite),
+        _ => true,
     }
 }
 
@@ -356,13 +371,19 @@ fn python_float(value: f64) -> String {
     }
 }
 
-/// A string as Python source: raw `r'...'` when that spells it exactly, otherwise an escaped
-/// `'...'`.
-fn python_string(text: &str) -> String {
+/// A path as Python source: a raw string `r'...'` (as SpikeInterface writes `dat_path`, so
+/// Windows backslashes stay as they are) when that spells it exactly, otherwise escaped.
+fn raw_string(text: &str) -> String {
     let raw_ok = !text.contains(['\'', '\n', '\r']) && !text.ends_with('\\');
     if raw_ok {
-        return format!("r'{text}'");
+        format!("r'{text}'")
+    } else {
+        escaped_string(text)
     }
+}
+
+/// A string as an escaped Python literal `'...'`.
+fn escaped_string(text: &str) -> String {
     let mut out = String::from("'");
     for c in text.chars() {
         match c {
@@ -479,7 +500,7 @@ impl Literal<'_> {
             _ => number(word).ok_or_else(|| {
                 format!(
                     "`{}` is not a literal (string, number, True, False, None or a list)",
-                    word.escape_debug()
+                    super::shown(word)
                 )
             })?,
         };
@@ -589,7 +610,8 @@ mod tests {
     fn python_literals_round_trip() {
         assert_eq!(python_float(30000.0), "30000.0");
         assert_eq!(python_float(1e300), "1e300");
-        assert_eq!(python_string("a'b\\"), "'a\\'b\\\\'");
+        assert_eq!(raw_string("a'b\\"), "'a\\'b\\\\'");
+        assert_eq!(raw_string("C:\\x"), "r'C:\\x'");
         assert_eq!(numpy_name("<i2".parse().expect("dtype")), "int16");
         assert_eq!(numpy_name(">f4".parse().expect("dtype")), ">f4");
     }

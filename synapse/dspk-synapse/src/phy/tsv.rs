@@ -61,7 +61,7 @@ pub(crate) fn parse(text: &str, path: &Path, file: &str) -> Result<Vec<ClusterCo
             path,
             format!(
                 "line 1: expected a header `cluster_id<TAB><column>...`, got `{}`",
-                header.escape_debug()
+                super::shown(header)
             ),
         ));
     }
@@ -81,7 +81,7 @@ pub(crate) fn parse(text: &str, path: &Path, file: &str) -> Result<Vec<ClusterCo
         let bad = |why: String| {
             Error::invalid(
                 path,
-                format!("line {}: {why}: `{}`", index + 1, line.escape_debug()),
+                format!("line {}: {why}: `{}`", index + 1, super::shown(line)),
             )
         };
         let fields: Vec<&str> = line.split('\t').collect();
