@@ -22,7 +22,7 @@ pub(super) struct Hdf5Tree {
     path: PathBuf,
 }
 
-/// Splits `/a/b/c` into (`/a/b`, `c`); the root is (`/`, ``).
+/// Splits `/a/b/c` into `/a/b` and `c`; the root into `/` and an empty name.
 fn split(object: &str) -> (&str, &str) {
     let trimmed = object.trim_end_matches('/');
     match trimmed.rsplit_once('/') {

@@ -30,16 +30,19 @@
 //!
 //! # The HDF5 library
 //!
-//! HDF5 files are read with [`hdf5_reader`] (pure Rust, read-only, MIT OR Apache-2.0, no C
-//! library and no build script), chosen over the other pure-Rust readers because it reads
-//! every layout these files use (contiguous, chunked with B-tree v1 and v2 / fixed and
-//! extensible array indexes, gzip and shuffle filters), variable-length string attributes and
-//! datasets, object references, and hyperslabs that decode only the chunks they touch; its
-//! reads are hardened against malformed files (bounds-checked, size-limited allocations) and
-//! it is actively maintained. Built without its default features (no rayon, no lz4), it adds
-//! 20 crates to this crate's tree (283 -> 303 in `cargo tree -e normal`), mostly `ndarray`
-//! and `lru`. `hdf5-metno` binds the C library; `hdf5-pure` / `rust-hdf5` / `hdf5-rust` were
-//! less complete for reading chunked data with references and vlen strings.
+//! HDF5 files are read with [`hdf5_reader`] 0.12 (pure Rust, read-only, MIT OR Apache-2.0, no C
+//! library, no build script; from the `netcdf-rust` project, which also reads NetCDF-4 through
+//! it). It reads every layout these files use: contiguous and chunked data (B-tree v1/v2,
+//! fixed and extensible array chunk indexes), the gzip and shuffle filters, variable-length
+//! string attributes and datasets, object references, and hyperslabs that decode only the
+//! chunks they overlap, with a chunk cache whose counters show it (the tests check them). Its
+//! reads are hardened against malformed files (bounds-checked, allocations bounded by the file
+//! size and by limits we set: decoded chunks at most [`MAX_CHUNK_BYTES`]). Built without its
+//! default features (no rayon, no lz4), it adds 20 crates to this crate's normal dependency
+//! tree (`cargo tree -e normal`: 283 -> 303), mostly `ndarray`, `lru` and `memmap2`.
+//! Alternatives, judged from their documentation: `hdf5`/`hdf5-metno` bind libhdf5 (C);
+//! `hdf5-rust` documents chunked reads of uncompressed data only; `rust-hdf5` (MIT only) and
+//! `hdf5-pure` are read-write libraries with a wider scope and were not needed.
 //!
 //! A window reads only the chunks it overlaps (the library's chunk cache, 64 MiB by default,
 //! keeps decoded chunks for the next window; [`NwbRecording::cache_stats`] counts decodes);
@@ -116,8 +119,8 @@ trait Tree {
 
 /// Where the samples are read from.
 enum Data {
-    Hdf5(hdf5::Hdf5Data),
-    Zarr(zarr::ZarrData),
+    Hdf5(Box<hdf5::Hdf5Data>),
+    Zarr(Box<zarr::ZarrData>),
 }
 
 impl Data {
@@ -233,12 +236,12 @@ impl NwbRecording {
             let tree = zarr::ZarrTree::open(path)?;
             let parts = read_series(&tree, name)?;
             let data = zarr::ZarrData::open(&tree, &parts.data_path)?;
-            Self::assemble(path, name, parts, Data::Zarr(data), "nwb-zarr")
+            Self::assemble(path, name, parts, Data::Zarr(Box::new(data)), "nwb-zarr")
         } else {
             let tree = hdf5::Hdf5Tree::open(path)?;
             let parts = read_series(&tree, name)?;
             let data = hdf5::Hdf5Data::open(&tree, &parts.data_path)?;
-            Self::assemble(path, name, parts, Data::Hdf5(data), "nwb-hdf5")
+            Self::assemble(path, name, parts, Data::Hdf5(Box::new(data)), "nwb-hdf5")
         }
     }
 
