@@ -676,13 +676,7 @@ impl<'a> Parser<'a> {
                 break;
             }
             if token == Token::Eof {
-                return Err(self.invalid(
-                    pos,
-                    format!(
-                        "`{open}` is never closed (the file ends at {})",
-                        self.at(at)
-                    ),
-                ));
+                return Err(self.never_closed(open, pos, at));
             }
             let item = self.value(depth)?;
             if open == '{' {
@@ -723,6 +717,7 @@ impl<'a> Parser<'a> {
                     trailing_comma = false;
                     break;
                 }
+                (Token::Eof, at) => return Err(self.never_closed(open, pos, at)),
                 (other, at) => {
                     return Err(self.invalid(
                         at,
@@ -748,6 +743,17 @@ impl<'a> Parser<'a> {
                 Kind::Tuple(items)
             }
         })
+    }
+
+    /// The error for a bracket `open` at `pos` that the file ends (at `end`) without closing.
+    fn never_closed(&self, open: char, pos: Pos, end: Pos) -> Error {
+        self.invalid(
+            pos,
+            format!(
+                "`{open}` is never closed (the file ends at {})",
+                self.at(end)
+            ),
+        )
     }
 
     fn peek(&mut self) -> Result<(Token, Pos)> {
