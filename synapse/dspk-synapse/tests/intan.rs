@@ -52,7 +52,7 @@ fn channel(name: &'static str, signal_type: i16, enabled: bool) -> Channel {
     }
 }
 
-/// A QString: byte length (`0xFFFFFFFF` for null), then UTF-16LE.
+/// A `QString`: byte length (`0xFFFFFFFF` for null), then UTF-16LE.
 fn qstring(out: &mut Vec<u8>, text: Option<&str>) {
     match text {
         None => out.extend_from_slice(&u32::MAX.to_le_bytes()),

@@ -8,7 +8,7 @@ use crate::{Error, Result};
 /// The first four bytes of every `.rhd` file (little-endian `0xC6912702`).
 pub const RHD_MAGIC: u32 = 0xC691_2702;
 
-/// The longest QString accepted, in bytes (a note or a name; real ones are a few hundred).
+/// The longest `QString` accepted, in bytes (a note or a name; real ones are a few hundred).
 const MAX_STRING_BYTES: u32 = 1 << 20;
 
 /// What one channel of a signal group carries (the header's "signal type").
@@ -85,7 +85,7 @@ pub struct RhdSignalGroup {
 ///
 /// Field order follows Intan's data file format note: magic, version, sample rate and
 /// amplifier frequency parameters, notch mode, impedance test frequencies, three notes
-/// (QStrings: a `u32` byte length, `0xFFFFFFFF` for a null string, then UTF-16LE), the number
+/// (`QString`s: a `u32` byte length, `0xFFFFFFFF` for a null string, then UTF-16LE), the number
 /// of temperature sensors (version 1.1 on), the evaluation board mode (1.3 on), the reference
 /// channel name (2.0 on), then the signal groups and their channels.
 #[derive(Debug, Clone, PartialEq)]
@@ -117,7 +117,7 @@ pub struct RhdHeader {
     pub desired_impedance_test_hz: f32,
     /// The impedance test frequency in effect, in Hz.
     pub actual_impedance_test_hz: f32,
-    /// The three notes (a null QString reads as empty).
+    /// The three notes (a null `QString` reads as empty).
     pub notes: [String; 3],
     /// Temperature sensors saved in each block (0 before version 1.1).
     pub num_temperature_sensors: u16,
@@ -200,7 +200,7 @@ impl Reader<'_> {
         }
     }
 
-    /// A QString: `u32` byte length (`0xFFFFFFFF` = null, read as empty), then UTF-16LE.
+    /// A `QString`: `u32` byte length (`0xFFFFFFFF` = null, read as empty), then UTF-16LE.
     fn qstring(&mut self, what: &str) -> Result<String> {
         let at = self.at;
         let len = self.u32(what)?;
