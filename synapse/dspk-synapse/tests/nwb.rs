@@ -468,6 +468,51 @@ fn bad_zarr_stores_are_refused() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Replaces the store's `starting_time` with an uncompressed float64 `timestamps` array.
+fn with_timestamps(store: &Path, stamps: &[f64]) {
+    let series = store.join("acquisition/ElectricalSeries");
+    std::fs::remove_dir_all(series.join("starting_time")).unwrap();
+    let array = series.join("timestamps");
+    std::fs::create_dir_all(&array).unwrap();
+    let n = stamps.len();
+    let metadata = serde_json::json!({
+        "chunks": [n], "compressor": null, "dtype": "<f8", "fill_value": 0.0,
+        "filters": null, "order": "C", "shape": [n], "zarr_format": 2
+    });
+    std::fs::write(array.join(".zarray"), metadata.to_string()).unwrap();
+    let bytes: Vec<u8> = stamps.iter().flat_map(|t| t.to_le_bytes()).collect();
+    std::fs::write(array.join("0"), bytes).unwrap();
+}
+
+#[test]
+fn zarr_timestamps_give_the_rate_and_start() {
+    let dir = temp_dir("zarr-timestamps");
+    let stamps: Vec<f64> = (0..SAMPLES).map(|i| 10.0 + i as f64 / 30_000.0).collect();
+
+    let store = copy_store(&dir.join("uniform"));
+    with_timestamps(&store, &stamps);
+    let recording = NwbRecording::open(&store).unwrap();
+    assert_eq!(
+        recording.info().sample_rate,
+        SampleRate::from_hz(30_000).unwrap()
+    );
+    assert_eq!(recording.info().start_time, RationalTime::from_secs(10));
+    assert_eq!(read_all_stored(&recording).unwrap(), matrix_channel_major());
+
+    let store = copy_store(&dir.join("short"));
+    with_timestamps(&store, &stamps[..SAMPLES - 1]);
+    assert_open_fails(&store, &["timestamps", "[2999]", "[3000]"]);
+
+    let store = copy_store(&dir.join("gap"));
+    let mut gap = stamps.clone();
+    for t in &mut gap[2000..] {
+        *t += 0.5;
+    }
+    with_timestamps(&store, &gap);
+    assert_open_fails(&store, &["not uniformly spaced", "2000"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn format_detection() {
     let format = NwbFormat;
@@ -487,4 +532,14 @@ fn format_detection() {
     assert_eq!(format.detect(&nwb("expected.json")), Detection::No);
     assert_eq!(format.detect(&dir), Detection::No);
     std::fs::remove_dir_all(&dir).unwrap();
+
+    // Beside dspk-io's formats (its Zarr reader only guesses a `.zarr` folder by name), the
+    // NWB-Zarr store goes to this reader.
+    let mut registry = dspk_io::Registry::default();
+    registry.register(NwbFormat);
+    for name in FIXTURES {
+        assert_eq!(registry.detect(&nwb(name)).unwrap().name(), "nwb", "{name}");
+        let source = registry.open(nwb(name)).unwrap();
+        assert_eq!(source.info().num_samples, SAMPLES as u64);
+    }
 }
