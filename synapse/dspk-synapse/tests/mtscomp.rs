@@ -70,10 +70,10 @@ fn fixtures_decode_to_the_matrix() {
             .iter()
             .map(|v| v.as_u64().unwrap())
             .collect();
-        assert_eq!(ch.chunk_bounds, want_bounds, "{variant}");
-        assert_eq!(ch.do_spatial_diff, variant == "time_and_spatial_diff");
+        assert_eq!(ch.chunk_bounds(), want_bounds, "{variant}");
+        assert_eq!(ch.do_spatial_diff(), variant == "time_and_spatial_diff");
         assert_eq!(
-            ch.sha1_uncompressed.as_deref(),
+            ch.sha1_uncompressed(),
             Some("8c2e7c3dfc4fb1f2d67c63d1a3ba9662de32dab5")
         );
 

@@ -50,24 +50,15 @@ struct ChJson {
 /// differenced along time (`do_time_diff`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChFile {
-    /// Samples per channel of the whole array.
-    pub num_samples: u64,
-    /// Columns of the array (for SpikeGLX files, `nSavedChans`, the sync word included).
-    pub num_channels: usize,
-    /// The sample rate the `.ch` states, in Hz.
-    pub sample_rate: f64,
-    /// `num_chunks + 1` ascending sample bounds, from 0 to `num_samples`.
-    pub chunk_bounds: Vec<u64>,
-    /// `num_chunks + 1` ascending byte offsets into the `.cbin`, from 0 to its length.
-    pub chunk_offsets: Vec<u64>,
-    /// Whether each chunk was differenced along time (decoding takes a cumulative sum).
-    pub do_time_diff: bool,
-    /// Whether each chunk was differenced along channels.
-    pub do_spatial_diff: bool,
-    /// The SHA-1 of the `.cbin` (lower-case hex), if stated.
-    pub sha1_compressed: Option<String>,
-    /// The SHA-1 of the original uncompressed file (lower-case hex), if stated.
-    pub sha1_uncompressed: Option<String>,
+    num_samples: u64,
+    num_channels: usize,
+    sample_rate: f64,
+    chunk_bounds: Vec<u64>,
+    chunk_offsets: Vec<u64>,
+    do_time_diff: bool,
+    do_spatial_diff: bool,
+    sha1_compressed: Option<String>,
+    sha1_uncompressed: Option<String>,
 }
 
 impl ChFile {
@@ -182,6 +173,61 @@ impl ChFile {
             sha1_compressed: json.sha1_compressed,
             sha1_uncompressed: json.sha1_uncompressed,
         })
+    }
+
+    /// Samples per channel of the whole array (`shape[0]`).
+    #[must_use]
+    pub fn num_samples(&self) -> u64 {
+        self.num_samples
+    }
+
+    /// Columns of the array (for SpikeGLX files `nSavedChans`, the sync word included).
+    #[must_use]
+    pub fn num_channels(&self) -> usize {
+        self.num_channels
+    }
+
+    /// The sample rate the `.ch` states, in Hz.
+    #[must_use]
+    pub fn sample_rate(&self) -> f64 {
+        self.sample_rate
+    }
+
+    /// `num_chunks + 1` strictly ascending sample bounds, from 0 to `num_samples`.
+    #[must_use]
+    pub fn chunk_bounds(&self) -> &[u64] {
+        &self.chunk_bounds
+    }
+
+    /// `num_chunks + 1` strictly ascending byte offsets into the `.cbin`, from 0.
+    #[must_use]
+    pub fn chunk_offsets(&self) -> &[u64] {
+        &self.chunk_offsets
+    }
+
+    /// Whether each chunk was differenced along time (decoding takes a cumulative sum).
+    #[must_use]
+    pub fn do_time_diff(&self) -> bool {
+        self.do_time_diff
+    }
+
+    /// Whether each chunk was differenced along channels.
+    #[must_use]
+    pub fn do_spatial_diff(&self) -> bool {
+        self.do_spatial_diff
+    }
+
+    /// The SHA-1 of the `.cbin` (hex), if stated.
+    #[must_use]
+    pub fn sha1_compressed(&self) -> Option<&str> {
+        self.sha1_compressed.as_deref()
+    }
+
+    /// The SHA-1 of the original uncompressed file (hex; SpikeGLX's `fileSHA1` in lower
+    /// case), if stated.
+    #[must_use]
+    pub fn sha1_uncompressed(&self) -> Option<&str> {
+        self.sha1_uncompressed.as_deref()
     }
 
     /// The number of chunks.

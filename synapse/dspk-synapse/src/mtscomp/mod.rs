@@ -237,21 +237,22 @@ impl MtscompRecording {
                     .iter()
                     .map(|c| ChannelInfo::new(c.name.clone(), c.gain, 0.0, c.unit))
                     .collect();
-                let info = spikeglx::recording_info(&cbin, meta, stream, ch.num_samples)?;
+                let info = spikeglx::recording_info(&cbin, meta, stream, ch.num_samples())?;
                 (all, info)
             }
             None => {
-                let all: Vec<ChannelInfo> = (0..ch.num_channels)
+                let all: Vec<ChannelInfo> = (0..ch.num_channels())
                     .map(|c| ChannelInfo::new(format!("ch{c}"), 1.0, 0.0, ""))
                     .collect();
-                let rate = format!("{}", ch.sample_rate).parse().map_err(|_| {
+                let rate = format!("{}", ch.sample_rate()).parse().map_err(|_| {
                     Error::invalid(
                         &ch_path,
-                        format!("`sample_rate` {} is not an exact rate", ch.sample_rate),
+                        format!("`sample_rate` {} is not an exact rate", ch.sample_rate()),
                     )
                 })?;
-                let info = RecordingInfo::new(all.clone(), ch.num_samples, rate, SampleFormat::I16)
-                    .map_err(|e| Error::core(&cbin, e))?;
+                let info =
+                    RecordingInfo::new(all.clone(), ch.num_samples(), rate, SampleFormat::I16)
+                        .map_err(|e| Error::core(&cbin, e))?;
                 (all, info)
             }
         };
@@ -348,24 +349,25 @@ impl MtscompRecording {
 
 /// Checks that the `.meta` describes the array the `.ch` holds.
 fn check_meta(meta: &Meta, stream: &Stream, ch: &ChFile) -> Result<()> {
-    if stream.columns.len() != ch.num_channels {
+    if stream.columns.len() != ch.num_channels() {
         return Err(Error::invalid(
             meta.path(),
             format!(
                 "`nSavedChans={}` disagrees with the .ch's {} channels",
                 stream.columns.len(),
-                ch.num_channels
+                ch.num_channels()
             ),
         ));
     }
     if let Some(size) = stream.file_size_bytes {
-        let needed = ch.num_samples.checked_mul(stream.frame_bytes());
+        let needed = ch.num_samples().checked_mul(stream.frame_bytes());
         if needed != Some(size) {
             return Err(Error::invalid(
                 meta.path(),
                 format!(
                     "`fileSizeBytes={size}` disagrees with the .ch's {} samples x {} channels",
-                    ch.num_samples, ch.num_channels
+                    ch.num_samples(),
+                    ch.num_channels()
                 ),
             ));
         }
