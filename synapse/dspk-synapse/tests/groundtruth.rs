@@ -353,3 +353,345 @@ fn assignment_is_optimal() {
     assert!(linear_sum_assignment(&[1.0, f64::NAN], 1, 2).is_err());
     assert!(linear_sum_assignment(&[], 0, 3).unwrap().is_empty());
 }
+
+// ---- Synthetic ground truth ----
+
+use dspk_core::RecordingSource;
+use dspk_core::test_util::check_recording_source;
+use dspk_synapse::groundtruth::{Drift, GroundTruthConfig, GroundTruthRecording, NoiseConfig};
+
+fn small() -> GroundTruthConfig {
+    GroundTruthConfig {
+        channels: 12,
+        num_samples: 12_000,
+        units: 5,
+        firing_rate_hz: [10.0, 30.0],
+        seed: 9,
+        ..GroundTruthConfig::default()
+    }
+}
+
+fn stored(
+    source: &GroundTruthRecording,
+    channels: &[usize],
+    range: std::ops::Range<u64>,
+) -> Vec<i16> {
+    let n = (range.end - range.start) as usize;
+    let mut bytes = vec![0u8; channels.len() * n * 2];
+    source.read_stored(channels, range, &mut bytes).unwrap();
+    bytes
+        .chunks_exact(2)
+        .map(|b| i16::from_le_bytes([b[0], b[1]]))
+        .collect()
+}
+
+#[test]
+fn synthetic_recording_is_a_recording_source() {
+    let recording = GroundTruthRecording::generate(&small()).unwrap();
+    check_recording_source(&recording);
+    let info = recording.info();
+    assert_eq!(info.num_channels(), 12);
+    assert_eq!(info.num_samples, 12_000);
+    assert!(
+        info.channels
+            .iter()
+            .all(|c| c.gain == 0.195 && c.unit == "uV")
+    );
+    assert_eq!(recording.probe().num_contacts(), 12);
+    // Neuropixels 1.0 checkerboard: rows alternate x = 16, 48 and 0, 32.
+    assert_eq!(
+        recording.probe().channel_positions(4).unwrap(),
+        vec![[16.0, 0.0], [48.0, 0.0], [0.0, 20.0], [32.0, 20.0]]
+    );
+}
+
+#[test]
+fn synthetic_windows_are_deterministic() {
+    let config = small();
+    let a = GroundTruthRecording::generate(&config).unwrap();
+    let b = GroundTruthRecording::generate(&config).unwrap();
+    let n = config.num_samples;
+    let all: Vec<usize> = (0..config.channels).collect();
+    let whole = stored(&a, &all, 0..n);
+    assert_eq!(whole, stored(&b, &all, 0..n), "same seed, same values");
+    assert_eq!(a.spikes(), b.spikes());
+    // Any split of the window, channel by channel, gives the whole read's values.
+    let cuts = [0, 1, 777, 778, 5001, 11_999, n];
+    for channel in [0, 5, 11] {
+        let row = &whole[channel * n as usize..(channel + 1) * n as usize];
+        let mut pieces = Vec::new();
+        for w in cuts.windows(2) {
+            pieces.extend(stored(&a, &[channel], w[0]..w[1]));
+        }
+        assert_eq!(
+            pieces, row,
+            "channel {channel}: split reads differ from the whole"
+        );
+    }
+    let other = GroundTruthRecording::generate(&GroundTruthConfig { seed: 10, ..config }).unwrap();
+    assert_ne!(
+        stored(&other, &all, 0..n),
+        whole,
+        "another seed, other values"
+    );
+}
+
+#[test]
+fn synthetic_trains_respect_refractory_and_rates() {
+    let config = GroundTruthConfig {
+        channels: 4,
+        num_samples: 30_000 * 400,
+        units: 6,
+        firing_rate_hz: [5.0, 40.0],
+        refractory_ms: 2.5,
+        ..GroundTruthConfig::default()
+    };
+    let recording = GroundTruthRecording::generate(&config).unwrap();
+    let trains = recording.spike_trains();
+    let before = recording.trough_index() as i64;
+    let waveform = recording.units()[0].waveform.len() as i64;
+    let span = (config.num_samples as i64 - waveform + 1 - before) as f64 / 30_000.0;
+    for (u, unit) in recording.units().iter().enumerate() {
+        let train = trains.train(u);
+        assert!(
+            train.windows(2).all(|w| w[1] - w[0] >= 75),
+            "unit {u}: refractory violated"
+        );
+        assert!(train.first().is_some_and(|&s| s >= before));
+        assert!(
+            train
+                .last()
+                .is_some_and(|&s| s + waveform - before <= config.num_samples as i64)
+        );
+        let expected = unit.firing_rate_hz * span;
+        let tolerance = 5.0 * expected.sqrt();
+        assert!(
+            (train.len() as f64 - expected).abs() < tolerance,
+            "unit {u}: {} spikes, expected {expected:.0} +- {tolerance:.0} at {} Hz",
+            train.len(),
+            unit.firing_rate_hz
+        );
+    }
+}
+
+#[test]
+fn synthetic_spikes_are_their_templates() {
+    // Without noise or amplitude variation, an isolated spike is its template rounded to
+    // stored steps.
+    let config = GroundTruthConfig {
+        channels: 16,
+        num_samples: 30_000,
+        units: 1,
+        firing_rate_hz: [5.0, 5.0],
+        amplitude_jitter: 0.0,
+        noise: NoiseConfig {
+            independent_uv: 0.0,
+            neighbour_uv: 0.0,
+            common_uv: 0.0,
+            slow_wave_uv: 0.0,
+            ..NoiseConfig::default()
+        },
+        ..GroundTruthConfig::default()
+    };
+    let recording = GroundTruthRecording::generate(&config).unwrap();
+    let spikes = recording.spikes();
+    assert!(spikes.len() > 1);
+    let spike = spikes[0];
+    let width = recording.units()[0].waveform.len() as u64;
+    let first = spike.sample - recording.trough_index() as u64;
+    assert!(
+        spikes[1].sample >= spike.sample + width,
+        "second spike overlaps the first"
+    );
+    let all: Vec<usize> = (0..16).collect();
+    let values = stored(&recording, &all, first..first + width);
+    let template = recording.template(0, spike.sample);
+    for (k, (&v, &t)) in values.iter().zip(&template).enumerate() {
+        assert_eq!(
+            f64::from(v),
+            (t / 0.195).round(),
+            "channel {} sample {}",
+            k / width as usize,
+            k % width as usize
+        );
+    }
+    // The trough is on the spike's channel.
+    let troughs: Vec<i16> = (0..16)
+        .map(|c| values[c * width as usize + recording.trough_index()])
+        .collect();
+    let peak = (0..16).min_by_key(|&c| troughs[c]).unwrap();
+    assert_eq!(peak, spike.channel);
+    assert!(f64::from(troughs[peak]) * 0.195 < -0.5 * config.amplitude_uv[0]);
+}
+
+#[test]
+fn synthetic_noise_has_the_configured_levels() {
+    let config = GroundTruthConfig {
+        channels: 32,
+        num_samples: 60_000,
+        units: 0,
+        noise: NoiseConfig {
+            slow_wave_uv: 0.0,
+            ..NoiseConfig::default()
+        },
+        ..GroundTruthConfig::default()
+    };
+    let recording = GroundTruthRecording::generate(&config).unwrap();
+    let n = config.num_samples as usize;
+    let mut values = vec![0f32; 32 * n];
+    recording
+        .read(&(0..32).collect::<Vec<_>>(), 0..n as u64, &mut values)
+        .unwrap();
+    let channel = |c: usize| &values[c * n..(c + 1) * n];
+    let covariance = |a: usize, b: usize| {
+        channel(a)
+            .iter()
+            .zip(channel(b))
+            .map(|(x, y)| f64::from(*x) * f64::from(*y))
+            .sum::<f64>()
+            / n as f64
+    };
+    let noise = config.noise;
+    let total = noise.independent_uv.powi(2) + noise.neighbour_uv.powi(2) + noise.common_uv.powi(2);
+    for c in [0, 13, 31] {
+        let variance = covariance(c, c);
+        assert!(
+            (variance / total - 1.0).abs() < 0.05,
+            "channel {c}: variance {variance} vs {total}"
+        );
+    }
+    // Far channels share only the common noise; neighbours also the neighbour noise.
+    let far = covariance(0, 31);
+    assert!(
+        (far - noise.common_uv.powi(2)).abs() < 0.1 * total,
+        "far covariance {far}"
+    );
+    let near = covariance(10, 12);
+    assert!(
+        near > far + 0.3 * noise.neighbour_uv.powi(2),
+        "neighbour covariance {near} vs far {far}"
+    );
+}
+
+#[test]
+fn drift_moves_the_peak_channel() {
+    let config = GroundTruthConfig {
+        channels: 64,
+        num_samples: 30_000 * 40,
+        units: 8,
+        firing_rate_hz: [8.0, 12.0],
+        drift: Drift::Linear { total_um: 200.0 },
+        seed: 4,
+        ..GroundTruthConfig::default()
+    };
+    let recording = GroundTruthRecording::generate(&config).unwrap();
+    let unit = (0..8)
+        .find(|&u| (40.0..360.0).contains(&recording.units()[u].position[1]))
+        .expect("a unit with room to drift");
+    let y = |c: usize| recording.channel_positions()[c][1];
+    // The channel with the deepest mean trough over a unit's spikes in a time span, from the
+    // recorded values.
+    let peak_channel = |span: std::ops::Range<u64>| {
+        let spikes: Vec<u64> = recording
+            .spikes()
+            .iter()
+            .filter(|s| s.unit == unit && span.contains(&s.sample))
+            .map(|s| s.sample)
+            .collect();
+        assert!(spikes.len() >= 20);
+        let mut sum = vec![0f64; 64];
+        let all: Vec<usize> = (0..64).collect();
+        for &s in &spikes {
+            let v = stored(&recording, &all, s..s + 1);
+            for (total, v) in sum.iter_mut().zip(v) {
+                *total += f64::from(v);
+            }
+        }
+        (0..64).min_by(|&a, &b| sum[a].total_cmp(&sum[b])).unwrap()
+    };
+    let n = config.num_samples;
+    let early = peak_channel(0..n / 8);
+    let late = peak_channel(n - n / 8..n);
+    let moved = y(late) - y(early);
+    assert!(
+        (moved - 175.0).abs() <= 45.0,
+        "peak moved {moved} um (from channel {early} to {late})"
+    );
+    assert!((recording.drift_um(n - 1) - 200.0).abs() < 1e-9);
+    // The true spikes' channels follow.
+    let channels: Vec<usize> = recording
+        .spikes()
+        .iter()
+        .filter(|s| s.unit == unit)
+        .map(|s| s.channel)
+        .collect();
+    assert!(y(*channels.last().unwrap()) - y(channels[0]) > 150.0);
+}
+
+#[test]
+fn synthetic_config_is_checked() {
+    let bad = [
+        GroundTruthConfig {
+            channels: 0,
+            ..small()
+        },
+        GroundTruthConfig {
+            firing_rate_hz: [10.0, 300.0],
+            ..small()
+        },
+        GroundTruthConfig {
+            firing_rate_hz: [10.0, 5.0],
+            ..small()
+        },
+        GroundTruthConfig {
+            gain_uv: 0.0,
+            ..small()
+        },
+        GroundTruthConfig {
+            footprint_um: f64::NAN,
+            ..small()
+        },
+        GroundTruthConfig {
+            units: 5000,
+            num_samples: u64::MAX / 2,
+            ..small()
+        },
+        GroundTruthConfig {
+            sample_rate_hz: 10,
+            ..small()
+        },
+        GroundTruthConfig {
+            drift: Drift::Sine {
+                amplitude_um: 10.0,
+                period_s: 0.0,
+            },
+            ..small()
+        },
+        GroundTruthConfig {
+            noise: NoiseConfig {
+                common_uv: -1.0,
+                ..NoiseConfig::default()
+            },
+            ..small()
+        },
+    ];
+    for config in bad {
+        let error = GroundTruthRecording::generate(&config).unwrap_err();
+        assert!(matches!(error, Error::Argument(_)), "{config:?}: {error}");
+    }
+}
+
+#[test]
+fn synthetic_truth_compares_perfectly_with_itself() {
+    let recording = GroundTruthRecording::generate(&small()).unwrap();
+    let trains = recording.spike_trains();
+    assert_eq!(trains.num_spikes(), recording.spikes().len());
+    let rate = SampleRate::from_hz(30_000).unwrap();
+    let c = compare_to_ground_truth(&trains, &trains, rate, &CompareOptions::default()).unwrap();
+    assert!(
+        c.performance(MatchMode::Hungarian)
+            .iter()
+            .all(|p| p.accuracy == 1.0)
+    );
+    assert_eq!(c.well_detected_units().len(), trains.num_units());
+}

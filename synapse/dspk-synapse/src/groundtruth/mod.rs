@@ -6,9 +6,14 @@
 //!   categories); the test suite checks it against numbers SpikeInterface computed.
 //! - [`linear_sum_assignment`] is the assignment solver it uses
 //!   (`scipy.optimize.linear_sum_assignment`).
+//! - [`GroundTruthRecording`] is a deterministic synthetic recording with known spikes (units
+//!   on a two-column probe, Poisson firing with a refractory period, spatial footprints,
+//!   correlated noise, optional drift), computed window by window as a
+//!   [`RecordingSource`](dspk_core::RecordingSource).
 
 mod compare;
 mod hungarian;
+mod synth;
 mod trains;
 
 pub use compare::{
@@ -16,4 +21,8 @@ pub use compare::{
     compare_to_ground_truth, delta_frames, match_count_matrix,
 };
 pub use hungarian::linear_sum_assignment;
+pub use synth::{
+    Drift, GroundTruthConfig, GroundTruthRecording, MAX_CHANNELS, MAX_SPIKES, MAX_UNITS,
+    NoiseConfig, SyntheticUnit, TrueSpike,
+};
 pub use trains::SpikeTrains;
