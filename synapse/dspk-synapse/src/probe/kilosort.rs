@@ -55,7 +55,7 @@ pub fn read_kilosort_json(path: &Path) -> Result<Probe> {
         &[("xc", xc.len()), ("yc", yc.len())],
         kcoords.as_ref().map(|k| ("kcoords", k.len())),
     )?;
-    if (n_chan as usize) < n {
+    if n_chan < n {
         return Err(Error::invalid(
             path,
             format!("\"n_chan\" is {n_chan} but \"chanMap\" has {n} sites"),
@@ -77,7 +77,7 @@ pub fn read_kilosort_json(path: &Path) -> Result<Probe> {
             id: String::new(),
             position: [xc[i], yc[i]],
             shank,
-            device_channel: Some(channel as usize),
+            device_channel: Some(channel),
         });
     }
     Probe::from_file(path, "", contacts)
@@ -235,7 +235,7 @@ pub fn parse_kilosort_mat(bytes: &[u8], path: &Path) -> Result<Probe> {
             id: String::new(),
             position: [xcoords[i], ycoords[i]],
             shank,
-            device_channel: is_connected.then_some(channel as usize),
+            device_channel: is_connected.then_some(channel),
         });
     }
     Probe::from_file(path, name, contacts)
@@ -278,10 +278,11 @@ fn describe(value: &MatValue) -> &'static str {
     }
 }
 
-/// `v` as a non-negative whole number that fits a channel index (below 2^53).
-fn whole(v: f64) -> Option<u64> {
+/// `v` as a non-negative whole number that fits a channel index (below 2^53 and `usize`).
+fn whole(v: f64) -> Option<usize> {
     (v.is_finite() && v >= 0.0 && v.fract() == 0.0 && v < 9_007_199_254_740_992.0)
-        .then_some(v as u64)
+        .then(|| usize::try_from(v as u64).ok())
+        .flatten()
 }
 
 /// A shank number from a `kcoords` value.

@@ -585,6 +585,38 @@ mod tests {
     }
 
     #[test]
+    fn reads_big_endian_files() {
+        let mut file = header(0, b"MI");
+        file[124..126].copy_from_slice(&0x0100u16.to_be_bytes());
+        let be = |words: &[u32]| {
+            words
+                .iter()
+                .flat_map(|w| w.to_be_bytes())
+                .collect::<Vec<_>>()
+        };
+        let mut body = be(&[MI_UINT32, 8, 6, 0]);
+        body.extend(be(&[MI_INT32, 8, 2, 1]));
+        // The name `x` as a small data element: count 1 and type miINT8 in one word.
+        body.extend(be(&[(1 << 16) | MI_INT8]));
+        body.extend([b'x', 0, 0, 0]);
+        body.extend(be(&[MI_DOUBLE, 16]));
+        body.extend(2.5f64.to_be_bytes());
+        body.extend((-1.0f64).to_be_bytes());
+        file.extend(be(&[MI_MATRIX, body.len() as u32]));
+        file.extend(body);
+        let vars = read_mat(&file, Path::new("be.mat")).unwrap();
+        assert_eq!(vars[0].name, "x");
+        assert_eq!(vars[0].dims, vec![2, 1]);
+        assert_eq!(
+            vars[0].value,
+            MatValue::Numeric {
+                values: vec![2.5, -1.0],
+                logical: false
+            }
+        );
+    }
+
+    #[test]
     fn bounds_inflated_size() {
         let mut budget = 1000;
         let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
