@@ -7,11 +7,13 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use common::{CHANNELS, SAMPLES, expected, fixture, matrix_value};
+use common::{CHANNELS, SAMPLES, expected, fixture, i16s, matrix_channel_major, matrix_value};
 use dspk_io::NpyArray;
+use dspk_io::{Detection, Format};
 use dspk_synapse::Error;
 use dspk_synapse::phy::{
-    Array, ClusterColumn, ParamValue, PhyFolder, PhyParams, PhyWriteOptions, read_phy, write_phy,
+    Array, ClusterColumn, ParamValue, PhyFolder, PhyFormat, PhyParams, PhyWriteOptions, read_phy,
+    write_phy,
 };
 use serde_json::Value;
 
@@ -627,6 +629,48 @@ fn bad_text_files_are_refused_naming_the_line() {
 fn a_params_py_path_opens_its_folder() {
     let folder = read_phy(fixture("phy/ks4_style/params.py")).expect("params.py path");
     assert_eq!(folder, read_fixture("ks4_style"));
+}
+
+#[test]
+fn the_raw_recording_opens_from_params_py() {
+    for style in ["si_export", "ks25_style", "ks4_style"] {
+        let folder = fixture(&format!("phy/{style}"));
+        assert_eq!(PhyFormat.detect(&folder), Detection::ByMetadata, "{style}");
+        assert_eq!(
+            PhyFormat.detect(&folder.join("params.py")),
+            Detection::ByMetadata
+        );
+        let recording = PhyFormat.open(&folder).expect("recording");
+        let info = recording.info();
+        assert_eq!(info.num_channels(), CHANNELS);
+        assert_eq!(info.num_samples, SAMPLES as u64);
+        assert_eq!(info.sample_rate.as_hz(), 30000.0);
+        let channels: Vec<usize> = (0..CHANNELS).collect();
+        let mut stored = vec![0u8; CHANNELS * SAMPLES * 2];
+        recording
+            .read_stored(&channels, 0..SAMPLES as u64, &mut stored)
+            .expect("read_stored");
+        assert_eq!(i16s(&stored), matrix_channel_major(), "{style}");
+        dspk_core::test_util::check_recording_source(recording.as_ref());
+    }
+    assert_eq!(PhyFormat.detect(&fixture("phy")), Detection::No);
+    // Two raw files are refused, naming params.py.
+    let dir = copy_fixture("ks4_style", "two-dat");
+    let params = std::fs::read_to_string(dir.0.join("params.py")).expect("params");
+    let two = params.replace(
+        "dat_path = 'recording.dat'",
+        "dat_path = ['recording.dat', 'recording.dat']",
+    );
+    std::fs::write(dir.0.join("params.py"), two).expect("write");
+    let error = PhyParams::read(&dir.0.join("params.py"))
+        .expect("two files parse")
+        .open_recording(&dir.0)
+        .expect_err("two files")
+        .to_string();
+    assert!(
+        error.contains("params.py: unsupported: 2 raw files"),
+        "{error}"
+    );
 }
 
 /// Leaves a folder for `tests/phy_check.py` in `$DSPK_PHY_OUT`: the Phy folder in `phy/`

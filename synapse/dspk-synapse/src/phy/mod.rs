@@ -1,7 +1,9 @@
 //! Phy sorting folders: the `.npy` arrays, `params.py` and `cluster_*.tsv` files that Kilosort
 //! and SpikeInterface's `export_to_phy` write and phy (through phylib's `TemplateModel`) opens.
 //!
-//! [`read_phy`] reads a folder into a [`PhyFolder`]; [`write_phy`] writes one. The files
+//! [`read_phy`] reads a folder into a [`PhyFolder`]; [`write_phy`] writes one;
+//! [`PhyFormat`] opens the raw recording `params.py` names ([`PhyParams::open_recording`]).
+//! The files
 //! (phylib's names; all arrays are numpy `.npy`):
 //!
 //! | file | contents | read as | written as |
@@ -26,11 +28,13 @@
 //! below the template count, one channel map entry per template channel, ...) are
 //! [`PhyFolder::check`]'s, and a failure names the file that disagrees.
 
+mod format;
 mod params;
 mod read;
 mod tsv;
 mod write;
 
+pub use format::PhyFormat;
 pub use params::{ParamValue, PhyParams};
 pub use read::read_phy;
 pub use tsv::ClusterColumn;

@@ -4,7 +4,11 @@ use std::collections::BTreeMap;
 use std::fmt::{self, Write as _};
 use std::path::{Path, PathBuf};
 
-use dspk_io::{ByteOrder, Dtype, ElementKind};
+use dspk_core::{ChannelInfo, SampleRate};
+use dspk_io::{
+    ByteOrder, Dtype, ElementKind, METADATA_LIMIT, RawRecording, RawSpec, SampleOrder,
+    read_small_file,
+};
 
 use crate::{Error, Result};
 
@@ -94,6 +98,19 @@ impl PhyParams {
             template_scaling: None,
             other: BTreeMap::new(),
         }
+    }
+
+    /// Reads and parses the `params.py` file `path` (see [`parse`](Self::parse)).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`] if it cannot be read or is over 16 MiB; [`Error::Invalid`] if it is not
+    /// UTF-8 or does not parse.
+    pub fn read(path: &Path) -> Result<Self> {
+        let bytes = read_small_file(path, METADATA_LIMIT)?;
+        let text = String::from_utf8(bytes)
+            .map_err(|_| Error::invalid(path, "the file is not UTF-8 text"))?;
+        Self::parse(&text, path)
     }
 
     /// Parses the text of a `params.py` (`path` names it in errors).
@@ -325,7 +342,73 @@ impl PhyParams {
     pub fn dat_paths_in(&self, folder: &Path) -> Vec<PathBuf> {
         self.dat_path.iter().map(|p| folder.join(p)).collect()
     }
+
+    /// Opens the raw recording of a Phy folder in `folder`, as phylib's traces reader does:
+    /// `n_channels_dat` interleaved channels of `dtype` after `offset` bytes, at
+    /// `sample_rate`, the sample count from the file length. Phy records no scaling, so the
+    /// channels (named by their column, `"0"`, `"1"`, ...) have gain 1, offset 0 and no unit:
+    /// scaled values are the stored ones.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unsupported`] naming `params.py` for several `dat_path` files, a `dtype`
+    /// that is not `int16`, `uint16`, `int32` or `float32`, or more than 65 536 channels; [`Error::Invalid`] if the sample
+    /// rate is not an exact decimal; the raw reader's errors ([`RawRecording::new`]: a
+    /// missing file, a length that is not a whole number of samples after the offset).
+    pub fn open_recording(&self, folder: &Path) -> Result<RawRecording> {
+        let params_path = folder.join("params.py");
+        let [dat_path] = self.dat_path.as_slice() else {
+            return Err(Error::unsupported(
+                &params_path,
+                format!(
+                    "{} raw files in dat_path (one is supported)",
+                    self.dat_path.len()
+                ),
+            ));
+        };
+        let format = self.dtype.sample_format().ok_or_else(|| {
+            Error::unsupported(
+                &params_path,
+                format!(
+                    "raw samples of dtype {} (int16, uint16, int32, float32 are)",
+                    self.dtype
+                ),
+            )
+        })?;
+        let sample_rate: SampleRate = format!("{}", self.sample_rate).parse().map_err(|e| {
+            Error::invalid(
+                &params_path,
+                format!("sample_rate {}: {e}", self.sample_rate),
+            )
+        })?;
+        if self.n_channels_dat > MAX_RAW_CHANNELS {
+            return Err(Error::unsupported(
+                &params_path,
+                format!(
+                    "n_channels_dat = {} (at most {MAX_RAW_CHANNELS} channels are read)",
+                    self.n_channels_dat
+                ),
+            ));
+        }
+        let channels = (0..self.n_channels_dat)
+            .map(|c| ChannelInfo::new(c.to_string(), 1.0, 0.0, ""))
+            .collect();
+        let spec = RawSpec {
+            channels,
+            sample_rate,
+            format,
+            byte_order: self.dtype.order,
+            order: SampleOrder::Interleaved,
+            header_bytes: self.offset,
+            num_samples: None,
+        };
+        Ok(RawRecording::new(folder.join(dat_path), spec)?)
+    }
 }
+
+/// The most raw-file channels [`PhyParams::open_recording`] describes (a bound on what
+/// `n_channels_dat` can make it allocate; probes record hundreds to a few thousand).
+const MAX_RAW_CHANNELS: usize = 1 << 16;
 
 /// Whether every float in `value` is finite (Python has no literal for the others).
 fn all_finite(value: &ParamValue) -> bool {

@@ -45,10 +45,7 @@ pub fn read_phy(path: impl AsRef<Path>) -> Result<PhyFolder> {
     if !params_path.is_file() {
         return Err(Error::missing(dir, "params.py"));
     }
-    let bytes = read_small_file(&params_path, METADATA_LIMIT)?;
-    let text = String::from_utf8(bytes)
-        .map_err(|_| Error::invalid(&params_path, "the file is not UTF-8 text"))?;
-    let params = PhyParams::parse(&text, &params_path)?;
+    let params = PhyParams::read(&params_path)?;
 
     let spike_times = vector_i64(&required(dir, "spike_times.npy")?)?;
     let templates_file = required(dir, "spike_templates.npy")?;
