@@ -40,5 +40,5 @@ pub use raw::{
     RawRecording, RawSidecar, RawSpec, RawWriteOptions, SI_BINARY_JSON, SIDECAR_FORMAT,
     SampleOrder, SiBinaryMeta, sidecar_path, write_raw,
 };
-pub use registry::{Detection, Format, Registry, open, register};
+pub use registry::{Detection, Format, Registry, configure, open, register};
 pub use zarr::{ZarrOptions, ZarrRecording, ZarrWriteOptions, write_zarr};

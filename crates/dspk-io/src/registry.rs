@@ -122,10 +122,16 @@ static GLOBAL: RwLock<Option<Registry>> = RwLock::new(None);
 
 /// Adds a format to the registry that [`open`] uses (e.g. a neural format from another crate).
 pub fn register(format: impl Format + 'static) {
+    configure(|registry| {
+        registry.register(format);
+    });
+}
+
+/// Changes the registry that [`open`] uses (built-in formats first), e.g. with a function that
+/// adds a crate's formats: `dspk_io::configure(dspk_synapse::register_formats)`.
+pub fn configure(change: impl FnOnce(&mut Registry)) {
     let mut global = GLOBAL.write().unwrap_or_else(PoisonError::into_inner);
-    global
-        .get_or_insert_with(Registry::default)
-        .register(format);
+    change(global.get_or_insert_with(Registry::default));
 }
 
 /// Opens a recording, picking its format from the path and metadata files only, among the
