@@ -202,6 +202,7 @@ fn windows_decode_only_the_chunks_they_touch() {
     // counters are the file's: opening already decoded the chunked electrodes-table columns,
     // so count from there.
     let recording = NwbRecording::open(nwb("pynwb_chunked_gzip.nwb")).unwrap();
+    assert_eq!(recording.info().metadata["nwb_data_layout"], "chunked");
     let opened = recording.cache_stats();
     let mut out = vec![0u8; 4 * 1000 * 2];
     recording
@@ -236,6 +237,7 @@ fn windows_decode_only_the_chunks_they_touch() {
 
     // Contiguous data has no chunks: positional reads of the rows.
     let recording = NwbRecording::open(nwb("pynwb_contiguous.nwb")).unwrap();
+    assert_eq!(recording.info().metadata["nwb_data_layout"], "contiguous");
     let opened = recording.cache_stats();
     recording.read_stored(&[1], 0..10, &mut out).unwrap();
     assert_eq!(recording.cache_stats().decodes, opened.decodes);
@@ -305,6 +307,12 @@ fn generated_files_read_their_values() {
         probe.positions(),
         [[0.0, 0.0], [0.0, 20.0], [16.0, 40.0], [16.0, 60.0]]
     );
+    check_recording_source(&recording);
+
+    // The same values stored big-endian and contiguous.
+    let recording = NwbRecording::open(bad("big_endian.nwb")).unwrap();
+    assert_eq!(recording.info().metadata["nwb_data_layout"], "contiguous");
+    assert_eq!(read_all_stored(&recording).unwrap(), wanted);
     check_recording_source(&recording);
 
     // Uniform timestamps 1.5 + i / 25000: rate 25 kHz, start 1.5 s.

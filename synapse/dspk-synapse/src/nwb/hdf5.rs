@@ -3,10 +3,13 @@
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use dspk_io::CacheStats;
+use dspk_core::{ChannelInfo, SampleFormat, SampleRate};
+use dspk_io::{ByteOrder, CacheStats, RawRecording, RawSpec, SampleOrder};
+use hdf5_reader::messages::HdfMessage;
+use hdf5_reader::messages::layout::DataLayout;
 use hdf5_reader::{Attribute, Dataset, Datatype, Hdf5File, OpenOptions, SliceInfo, SliceInfoElem};
 
-use super::{MAX_CHUNK_BYTES, Tree};
+use super::{Data, MAX_CHUNK_BYTES, Tree};
 use crate::{Error, Result};
 
 /// What an object in the file is.
@@ -281,7 +284,7 @@ impl Tree for Hdf5Tree {
     }
 }
 
-/// The int16 `data` dataset of a series, read by hyperslabs.
+/// Chunked (or compact) int16 `data` of a series, read by hyperslabs.
 pub(super) struct Hdf5Data {
     file: Hdf5File,
     dataset: Dataset,
@@ -289,42 +292,115 @@ pub(super) struct Hdf5Data {
     name: String,
 }
 
-impl Hdf5Data {
-    /// Opens `dataset` (2-D, checked by the caller) and checks that it holds int16 values.
-    pub(super) fn open(tree: &Hdf5Tree, dataset: &str) -> Result<Self> {
-        let ds = tree.dataset(dataset)?;
-        if !matches!(
-            ds.dtype(),
-            Datatype::FixedPoint {
-                size: 2,
-                signed: true,
-                ..
-            }
-        ) {
-            return Err(tree.type_error(dataset, "int16", ds.dtype()));
+/// The file offset of `dataset`'s values if they are stored contiguously in the file itself.
+fn contiguous_offset(tree: &Hdf5Tree, dataset: &Dataset, name: &str) -> Result<Option<(u64, u64)>> {
+    let header = tree
+        .file
+        .get_or_parse_header(dataset.address())
+        .map_err(tree.failed(format!("reading the object header of `{name}`")))?;
+    let mut layout = None;
+    for message in &header.messages {
+        match message {
+            HdfMessage::ExternalFiles(_) => return Ok(None),
+            HdfMessage::DataLayout(message) => layout = Some(&message.layout),
+            _ => {}
         }
-        if let Some(chunks) = ds.chunks() {
-            let bytes = chunks
-                .iter()
-                .fold(2u64, |acc, &c| acc.saturating_mul(u64::from(c)));
-            if bytes > MAX_CHUNK_BYTES as u64 {
-                return Err(Error::invalid(
-                    &tree.path,
-                    format!(
-                        "`{dataset}` has chunks {chunks:?} ({bytes} bytes decoded), more than \
-                         {MAX_CHUNK_BYTES} bytes"
-                    ),
-                ));
-            }
-        }
-        Ok(Self {
-            file: tree.file.clone(),
-            dataset: ds,
-            path: tree.path.clone(),
-            name: dataset.to_string(),
-        })
     }
+    Ok(match layout {
+        Some(DataLayout::Contiguous { address, size })
+            if !hdf5_reader::io::Cursor::is_undefined_offset(
+                *address,
+                tree.file.superblock().offset_size,
+            ) =>
+        {
+            Some((*address, *size))
+        }
+        _ => None,
+    })
+}
 
+/// Opens the int16 `data` dataset of a series (2-D `[samples, channels]`, checked by the
+/// caller), stored in chunks of at most [`MAX_CHUNK_BYTES`] or in one contiguous block inside
+/// the file.
+///
+/// Contiguous data (no external files) is read with positional reads straight from the file
+/// through [`RawRecording`]: `hdf5_reader`'s hyperslab path decodes element by element (173 MB/s
+/// measured on a 73 MB dataset in a release build), plain reads run at the speed of the page
+/// cache. Chunked data goes through `hdf5_reader`'s hyperslab reads ([`Hdf5Data`]), which
+/// decode only the chunks a window overlaps.
+pub(super) fn open_data(tree: &Hdf5Tree, dataset: &str) -> Result<Data> {
+    let ds = tree.dataset(dataset)?;
+    let Datatype::FixedPoint {
+        size: 2,
+        signed: true,
+        byte_order,
+    } = *ds.dtype()
+    else {
+        return Err(tree.type_error(dataset, "int16", ds.dtype()));
+    };
+    if let Some(chunks) = ds.chunks() {
+        let bytes = chunks
+            .iter()
+            .fold(2u64, |acc, &c| acc.saturating_mul(u64::from(c)));
+        if bytes > MAX_CHUNK_BYTES as u64 {
+            return Err(Error::invalid(
+                &tree.path,
+                format!(
+                    "`{dataset}` has chunks {chunks:?} ({bytes} bytes decoded), more than \
+                         {MAX_CHUNK_BYTES} bytes"
+                ),
+            ));
+        }
+    }
+    if let Some((offset, size)) = contiguous_offset(tree, &ds, dataset)? {
+        let [samples, channels] = ds.shape()[..] else {
+            return Err(Error::invalid(
+                &tree.path,
+                format!(
+                    "`{dataset}` has shape {:?}, expected [samples, channels]",
+                    ds.shape()
+                ),
+            ));
+        };
+        let values = samples.saturating_mul(channels);
+        if size != values.saturating_mul(2) {
+            return Err(Error::invalid(
+                &tree.path,
+                format!(
+                    "`{dataset}` stores {size} bytes contiguously for shape \
+                         [{samples}, {channels}] of int16 ({} bytes)",
+                    values.saturating_mul(2)
+                ),
+            ));
+        }
+        let spec = RawSpec {
+            // Placeholder channels: only stored values are read through this.
+            channels: (0..channels)
+                .map(|c| ChannelInfo::new(c.to_string(), 1.0, 0.0, ""))
+                .collect(),
+            sample_rate: SampleRate::from_hz(1).map_err(|e| Error::core(&tree.path, e))?,
+            format: SampleFormat::I16,
+            byte_order: match byte_order {
+                hdf5_reader::ByteOrder::BigEndian => ByteOrder::Big,
+                hdf5_reader::ByteOrder::LittleEndian => ByteOrder::Little,
+            },
+            order: SampleOrder::Interleaved,
+            header_bytes: offset,
+            num_samples: Some(samples),
+        };
+        return Ok(Data::Contiguous(Box::new(RawRecording::new(
+            &tree.path, spec,
+        )?)));
+    }
+    Ok(Data::Hdf5(Box::new(Hdf5Data {
+        file: tree.file.clone(),
+        dataset: ds,
+        path: tree.path.clone(),
+        name: dataset.to_string(),
+    })))
+}
+
+impl Hdf5Data {
     /// Reads rows `rows` of columns `columns` into `out` (row-major), decoding only the chunks
     /// the selection overlaps.
     pub(super) fn read_rows(
@@ -333,6 +409,7 @@ impl Hdf5Data {
         columns: Range<usize>,
         out: &mut [i16],
     ) -> Result<()> {
+        let (dataset, path, name) = (&self.dataset, &self.path, &self.name);
         let selection = SliceInfo {
             selections: vec![
                 SliceInfoElem::Slice {
@@ -347,23 +424,19 @@ impl Hdf5Data {
                 },
             ],
         };
-        let values = self.dataset.read_slice::<i16>(&selection).map_err(|e| {
+        let values = dataset.read_slice::<i16>(&selection).map_err(|e| {
             Error::library(
-                &self.path,
-                format!(
-                    "reading samples {rows:?} of channels {columns:?} of `{}`",
-                    self.name
-                ),
+                path,
+                format!("reading samples {rows:?} of channels {columns:?} of `{name}`"),
                 e,
             )
         })?;
         if values.len() != out.len() {
             return Err(Error::invalid(
-                &self.path,
+                path,
                 format!(
-                    "`{}` returned {} values for samples {rows:?} of channels {columns:?}, \
+                    "`{name}` returned {} values for samples {rows:?} of channels {columns:?}, \
                      expected {}",
-                    self.name,
                     values.len(),
                     out.len()
                 ),

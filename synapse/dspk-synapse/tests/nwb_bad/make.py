@@ -64,6 +64,7 @@ def write(name, data=None, channel_conversion=(0.25, 0.5, 1.0, 2.34375), electro
 
 write("good.nwb")
 write("two_series.nwb", extra_series=True)
+write("big_endian.nwb", data=matrix().astype(">i2"))
 write("float_data.nwb", data=matrix().astype(np.float32))
 write("one_dimensional.nwb", data=matrix()[:, 0])
 write("channel_conversion_3.nwb", channel_conversion=(0.25, 0.5, 1.0))
