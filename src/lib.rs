@@ -1,10 +1,9 @@
-//! Shared helpers for dspk's runnable examples and benchmarks: progress bars, human-readable
-//! sizes and rates, and a synthetic recording with known spikes ([`spikes`]). (The library
-//! crates never print; examples do.)
+//! Shared helpers for dspk's runnable examples and benchmarks: progress bars and
+//! human-readable sizes and rates. (The library crates never print; examples do. The synthetic
+//! recording with known spikes that the `detect` example uses is
+//! `dspk::synapse::groundtruth::GroundTruthRecording`.)
 
 #![forbid(unsafe_code)]
-
-pub mod spikes;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
