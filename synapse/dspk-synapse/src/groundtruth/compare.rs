@@ -1,21 +1,5 @@
 //! Comparison of a sorting with ground-truth spike trains, as SpikeInterface's
 //! `compare_sorter_to_ground_truth` computes it.
-//!
-//! For every ground-truth unit `i` and tested unit `j`:
-//!
-//! 1. `m[i][j]`: spikes of `i` and `j` at most `delta_frames` samples apart, counted as
-//!    SpikeInterface's `make_match_count_matrix` does (both spike vectors swept in time order;
-//!    a pair counts unless its ground-truth spike or its tested spike was the one last matched
-//!    for this unit pair; the count is then capped at the tested unit's spike count);
-//! 2. agreement `m / (n_i + n_j - m)` (0 when both units are empty);
-//! 3. the Hungarian match: the one-to-one assignment with the largest total agreement among
-//!    agreements of at least `match_score`, keeping only pairs at or above it; and the best
-//!    match of every unit on either side (largest agreement, at least `chance_score`);
-//! 4. per ground-truth unit, `tp = m` of its match, `fn = n_i - tp`, `fp = n_j - tp`, and
-//!    accuracy `tp / (tp + fn + fp)`, recall `tp / (tp + fn)`, precision `tp / (tp + fp)`,
-//!    false discovery rate `fp / (tp + fp)`, miss rate `fn / n_i` (all 0 for a unit with no
-//!    spikes or no true positive);
-//! 5. unit categories: well detected, redundant, overmerged, false positive, bad.
 
 use dspk_core::SampleRate;
 
@@ -214,7 +198,23 @@ pub struct GroundTruthComparison {
 
 /// Compares the `tested` sorting with the ground truth `gt`, both sampled at `sample_rate`:
 /// SpikeInterface's `compare_sorter_to_ground_truth(gt, tested, exhaustive_gt=True)` with
-/// `agreement_method="count"` (see the [module](self) for what is computed).
+/// `agreement_method="count"`.
+///
+/// For every ground-truth unit `i` and tested unit `j`:
+///
+/// 1. `m[i][j]`: spikes of `i` and `j` at most `delta_frames` samples apart, counted as
+///    SpikeInterface's `make_match_count_matrix` does (both spike vectors swept in time order;
+///    a pair counts unless its ground-truth spike or its tested spike was the one last matched
+///    for this unit pair; the count is then capped at the tested unit's spike count);
+/// 2. agreement `m / (n_i + n_j - m)` (0 when both units are empty);
+/// 3. the Hungarian match: the one-to-one assignment with the largest total agreement among
+///    agreements of at least `match_score`, keeping only pairs at or above it; and the best
+///    match of every unit on either side (largest agreement, at least `chance_score`);
+/// 4. per ground-truth unit, `tp = m` of its match, `fn = n_i - tp`, `fp = n_j - tp`, and
+///    accuracy `tp / (tp + fn + fp)`, recall `tp / (tp + fn)`, precision `tp / (tp + fp)`,
+///    false discovery rate `fp / (tp + fp)`, miss rate `fn / n_i` (all 0 for a unit with no
+///    spikes or no true positive);
+/// 5. unit categories: well detected, redundant, overmerged, false positive, bad.
 ///
 /// # Errors
 ///

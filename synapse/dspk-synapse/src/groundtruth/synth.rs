@@ -304,7 +304,12 @@ fn normals(key: u64, start: u64, out: &mut [f64]) {
         let u2 = (h & 0xFFFF_FFFF) as f64 / 4_294_967_296.0;
         let radius = (-2.0 * u1.ln()).sqrt();
         let angle = TAU * u2;
-        *value = radius * if s.is_multiple_of(2) { angle.cos() } else { angle.sin() };
+        *value = radius
+            * if s.is_multiple_of(2) {
+                angle.cos()
+            } else {
+                angle.sin()
+            };
     }
 }
 
@@ -427,7 +432,11 @@ impl GroundTruthRecording {
         let positions: Vec<[f64; 2]> = (0..config.channels)
             .map(|c| {
                 let row = c / 2;
-                let stagger = if row.is_multiple_of(2) { config.stagger_um } else { 0.0 };
+                let stagger = if row.is_multiple_of(2) {
+                    config.stagger_um
+                } else {
+                    0.0
+                };
                 [
                     (c % 2) as f64 * config.column_spacing_um + stagger,
                     row as f64 * config.row_pitch_um,
