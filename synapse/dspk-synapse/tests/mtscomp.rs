@@ -314,3 +314,95 @@ fn without_meta_every_column_is_a_channel() {
     ));
     check_recording_source(&rec);
 }
+
+/// Compresses `data` (`[sample][channel]` int16) as mtscomp does, from the format's
+/// description: per chunk, differences along time (first sample kept) then along channels
+/// (first channel kept), wrapping, values in Fortran order, zlib. Writes `<dir>/x.cbin` and
+/// `x.ch`; returns the `.cbin` path.
+fn compress(dir: &Path, data: &[i16], channels: usize, chunk: usize, spatial: bool) -> PathBuf {
+    use std::io::Write;
+    let samples = data.len() / channels;
+    let mut cbin = Vec::new();
+    let (mut bounds, mut offsets) = (vec![0u64], vec![0u64]);
+    for start in (0..samples).step_by(chunk) {
+        let n = chunk.min(samples - start);
+        let mut values = vec![0i16; n * channels];
+        for c in 0..channels {
+            for t in 0..n {
+                let v = data[(start + t) * channels + c];
+                let previous = if t == 0 {
+                    0
+                } else {
+                    data[(start + t - 1) * channels + c]
+                };
+                values[c * n + t] = v.wrapping_sub(previous);
+            }
+        }
+        if spatial {
+            for c in (1..channels).rev() {
+                for t in 0..n {
+                    values[c * n + t] = values[c * n + t].wrapping_sub(values[(c - 1) * n + t]);
+                }
+            }
+        }
+        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let mut encoder =
+            flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+        encoder.write_all(&bytes).unwrap();
+        cbin.extend(encoder.finish().unwrap());
+        bounds.push((start + n) as u64);
+        offsets.push(cbin.len() as u64);
+    }
+    let ch = serde_json::json!({
+        "algorithm": "zlib", "chunk_bounds": bounds, "chunk_offsets": offsets,
+        "chunk_order": "F", "comp_level": -1, "do_spatial_diff": spatial,
+        "do_time_diff": true, "dtype": "int16", "n_channels": channels,
+        "sample_rate": 30000.0, "shape": [samples, channels], "version": "1.0",
+    });
+    let path = dir.join("x.cbin");
+    std::fs::write(&path, cbin).unwrap();
+    std::fs::write(path.with_extension("ch"), ch.to_string()).unwrap();
+    path
+}
+
+#[test]
+fn many_chunks_round_trip_in_parallel() {
+    // DSPK_MTSCOMP_SAMPLES makes it a throughput measurement (run with --release).
+    let samples: usize = std::env::var("DSPK_MTSCOMP_SAMPLES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20_000);
+    let channels = 64;
+    let dir = std::env::temp_dir().join(format!("dspk-mtscomp-{}-roundtrip", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut rng = dspk_core::test_util::Rng::new(7);
+    let data: Vec<i16> = (0..samples * channels)
+        .map(|i| {
+            let slow = ((i / channels) as f64 / 40.0).sin() * 3000.0;
+            (slow + rng.uniform(-200.0, 200.0)) as i16
+        })
+        .collect();
+    for spatial in [false, true] {
+        let path = compress(&dir, &data, channels, 3000, spatial);
+        let rec = MtscompRecording::open(&path).unwrap();
+        let all = rec.info().all_channels();
+        let started = std::time::Instant::now();
+        let got = stored(&rec, &all, 0, samples as u64);
+        let elapsed = started.elapsed();
+        eprintln!(
+            "spatial={spatial}: decoded {} chunks, {:.1} MB in {elapsed:?} ({:.0} MB/s)",
+            rec.ch().num_chunks(),
+            (data.len() * 2) as f64 / 1e6,
+            (data.len() * 2) as f64 / 1e6 / elapsed.as_secs_f64()
+        );
+        assert!(got.chunks_exact(samples).enumerate().all(|(c, row)| {
+            row.iter()
+                .enumerate()
+                .all(|(t, v)| *v == data[t * channels + c])
+        }));
+        assert_eq!(rec.cache_stats().decodes, rec.ch().num_chunks() as u64);
+        check_recording_source(&rec);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
