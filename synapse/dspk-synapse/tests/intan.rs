@@ -440,6 +440,8 @@ fn header_fields_are_kept() {
     assert_eq!(header.groups.len(), 5);
     assert!(!header.groups[1].enabled);
     assert!(header.groups[1].channels.is_empty());
+    assert_eq!(header.groups[0].num_amplifier_channels, 3);
+    assert_eq!(header.groups[1].num_amplifier_channels, 32);
     let amplifiers: Vec<&str> = header
         .saved_of(RhdSignalType::Amplifier)
         .map(|c| c.native_name.as_str())

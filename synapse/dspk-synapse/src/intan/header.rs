@@ -77,6 +77,9 @@ pub struct RhdSignalGroup {
     /// Whether the group was enabled. The channel records of a disabled group are not read
     /// (as Intan's own readers do), so a disabled group has no channels here.
     pub enabled: bool,
+    /// The group's amplifier channel count as the file states it (not checked against the
+    /// records: Intan's readers ignore it).
+    pub num_amplifier_channels: usize,
     /// The channel records, in file order.
     pub channels: Vec<RhdChannel>,
 }
@@ -401,24 +404,12 @@ fn parse_group(r: &mut Reader<'_>, g: usize) -> Result<RhdSignalGroup> {
         for c in 0..num_channels {
             channels.push(parse_channel(r, g, c)?);
         }
-        let amplifiers = channels
-            .iter()
-            .filter(|c| c.signal_type == RhdSignalType::Amplifier)
-            .count();
-        if amplifiers != num_amplifier_channels {
-            return Err(Error::invalid(
-                r.path,
-                format!(
-                    "signal group {g} (`{name}`) says it has {num_amplifier_channels} amplifier \
-                     channels, its channel records list {amplifiers}"
-                ),
-            ));
-        }
     }
     Ok(RhdSignalGroup {
         name,
         prefix,
         enabled,
+        num_amplifier_channels,
         channels,
     })
 }
