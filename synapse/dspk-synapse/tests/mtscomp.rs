@@ -167,6 +167,18 @@ fn shared_cache_and_format() {
     );
 }
 
+thread_local! {
+    /// The temporary folders this test thread made (each test runs on its own thread).
+    static COPIES: std::cell::RefCell<Vec<PathBuf>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Removes the temporary folders this test made (left in place if the test fails, to look at).
+fn remove_copies() {
+    for dir in COPIES.with(|c| std::mem::take(&mut *c.borrow_mut())) {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
 /// Copies a variant's `.cbin`, `.ch` and `.meta` into a fresh temporary folder, applying
 /// `edit_ch` to the `.ch` JSON; returns the `.cbin` path.
 fn corrupted_copy(
@@ -177,6 +189,7 @@ fn corrupted_copy(
     let dir = std::env::temp_dir().join(format!("dspk-mtscomp-{}-{tag}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
+    COPIES.with(|c| c.borrow_mut().push(dir.clone()));
     let source = cbin(variant);
     let target = dir.join(source.file_name().unwrap());
     std::fs::copy(&source, &target).unwrap();
@@ -266,6 +279,7 @@ fn bad_ch_files_give_errors_naming_the_file() {
     std::fs::remove_file(ch_of(&path)).unwrap();
     assert!(matches!(open_err(&path), Error::Missing { path: p, .. } if p == path));
     assert!(ChFile::parse(b"{", Path::new("x.ch")).is_err());
+    remove_copies();
 }
 
 #[test]
@@ -295,6 +309,7 @@ fn corrupt_chunk_fails_the_read_naming_the_file() {
         "{inner}"
     );
     assert!(inner.to_string().contains("chunk 1"), "{inner}");
+    remove_copies();
 }
 
 #[test]
@@ -313,6 +328,7 @@ fn without_meta_every_column_is_a_channel() {
         Err(Error::Missing { .. })
     ));
     check_recording_source(&rec);
+    remove_copies();
 }
 
 /// Compresses `data` (`[sample][channel]` int16) as mtscomp does, from the format's

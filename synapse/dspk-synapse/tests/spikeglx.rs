@@ -214,12 +214,25 @@ fn opens_from_the_meta_and_through_the_format() {
     assert_eq!(read_all_stored(opened.as_ref()), matrix_channel_major());
 }
 
+thread_local! {
+    /// The temporary folders this test thread made (each test runs on its own thread).
+    static COPIES: std::cell::RefCell<Vec<PathBuf>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Removes the temporary folders this test made (left in place if the test fails, to look at).
+fn remove_copies() {
+    for dir in COPIES.with(|c| std::mem::take(&mut *c.borrow_mut())) {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
 /// A copy of a fixture in a fresh temporary folder, with `edit` applied to the `.meta` text;
 /// returns the `.bin` path.
 fn corrupted_copy(bin: &str, tag: &str, edit: impl FnOnce(String) -> String) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("dspk-spikeglx-{}-{tag}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
+    COPIES.with(|c| c.borrow_mut().push(dir.clone()));
     let source = fixture(bin);
     let target = dir.join(source.file_name().unwrap());
     std::fs::copy(&source, &target).unwrap();
@@ -347,6 +360,7 @@ fn bad_input_gives_errors_naming_the_file() {
         matches!(&error, Error::Invalid { problem, .. } if problem.contains("key=value")),
         "{error}"
     );
+    remove_copies();
 }
 
 #[test]
@@ -378,6 +392,7 @@ fn lf_stream_uses_lf_gains() {
     assert!(
         matches!(open_err(&bad), Error::Invalid { problem, .. } if problem.contains("snsApLfSy"))
     );
+    remove_copies();
 }
 
 #[test]
@@ -432,6 +447,7 @@ fn nidq_stream_has_volts_and_digital_words() {
         Err(Error::Missing { .. })
     ));
     check_recording_source(&rec);
+    remove_copies();
 }
 
 #[test]
