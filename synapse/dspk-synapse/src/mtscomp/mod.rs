@@ -165,6 +165,7 @@ impl RecordingSource for Columns {
 /// An mtscomp-compressed recording: the `.cbin`'s analog columns as a recording, decoded
 /// chunk by chunk through a [`ChunkCache`].
 ///
+/// Reads what `mtscomp.Reader` decompresses and what SpikeInterface's `read_cbin_ibl` scales.
 /// With the SpikeGLX `.meta` beside the `.cbin` (IBL's layout), channels, gains, the
 /// geometry and the sync column are those of [`spikeglx::SpikeGlxRecording`]: `read_stored`
 /// gives the decoded int16 of the neural channels, `SY0` is read apart with

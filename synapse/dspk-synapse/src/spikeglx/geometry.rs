@@ -14,7 +14,7 @@ impl Meta {
     /// position `[s * shankSpacing + x, z]` µm, shank `s`. This keeps SpikeGLX's coordinates,
     /// where `x` is measured from the shank's left edge (probeinterface's
     /// `read_spikeglx` shifts Neuropixels 1.0 x by -11 µm and so reports 16, 48, 0, 32 where
-    /// SpikeGLX says 27, 59, 11, 43). Without it, from
+    /// SpikeGLX says 27, 59, 11, 43; for Neuropixels 2.0 it shifts by -27 µm). Without it, from
     /// `~snsShankMap=(nShanks,nCols,nRows)(s:col:row:used)...` with the electrode pitch of
     /// Neuropixels 1.0 (32 µm columns, 20 µm rows, odd rows shifted 16 µm left) or 2.0 (32 µm,
     /// 15 µm, shanks 250 µm apart) in the same coordinates; other probe types with only a

@@ -82,6 +82,10 @@ pub(crate) fn recording_info(
 /// A SpikeGLX stream (`.bin` + `.meta`): the analog columns as a recording, the sync and
 /// digital words apart, and the probe geometry.
 ///
+/// The counterpart of neo's `SpikeGLXRawIO` / SpikeInterface's `read_spikeglx` (stream
+/// `imecN.ap` without its `-SYNC` part), with the gain difference described at
+/// [`Meta::stream`].
+///
 /// `read_stored` returns the int16 values untouched; `read` gives `stored * gain` with the
 /// gains of [`Meta::stream`] (the SpikeGLX formula with the acquisition channel's
 /// `~imroTbl` gain). Channel names are SpikeGLX's (`AP0`, `LF12`, `MN3`).

@@ -377,21 +377,23 @@ impl Meta {
                     )
                 })?;
                 let fields: Vec<&str> = entry.split_whitespace().collect();
-                let gain = (fields.len() == 6 && fields[0].parse::<usize>().ok() == Some(index))
-                    .then(|| fields[field].parse::<f64>().ok())
-                    .flatten()
-                    .filter(|g| g.is_finite() && *g > 0.0)
-                    .ok_or_else(|| {
-                        Error::invalid(
-                            path,
-                            format!(
-                                "`~imroTbl` entry {index} `({})` is not \
-                                 `({index} bank reference apGain lfGain apFilter)` with \
+                // 6 fields (3B and later: `... apFilter`), 5 in Phase 3A metadata.
+                let gain = ((5..=6).contains(&fields.len())
+                    && fields[0].parse::<usize>().ok() == Some(index))
+                .then(|| fields[field].parse::<f64>().ok())
+                .flatten()
+                .filter(|g| g.is_finite() && *g > 0.0)
+                .ok_or_else(|| {
+                    Error::invalid(
+                        path,
+                        format!(
+                            "`~imroTbl` entry {index} `({})` is not \
+                                 `({index} bank reference apGain lfGain [apFilter])` with \
                                  positive gains",
-                                clip(entry)
-                            ),
-                        )
-                    })?;
+                            clip(entry)
+                        ),
+                    )
+                })?;
                 Ok((to_uv(gain), "uV"))
             })
             .collect()
