@@ -45,6 +45,11 @@ pub use dspk_synapse as synapse;
 /// Min/max envelopes for viewing.
 pub use dspk_view as view;
 
+/// Opens a recording of any format compiled in (raw binary, Zarr and `.npy` from
+/// [`io`]; SpikeGLX, mtscomp, Open Ephys, NWB, Intan and Phy folders from [`synapse`]), picked
+/// from the path and metadata files only.
+pub use dspk_synapse::open;
+
 /// The types most programs name.
 pub mod prelude {
     pub use dspk_core::{
