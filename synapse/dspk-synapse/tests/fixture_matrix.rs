@@ -5,7 +5,10 @@ mod common;
 #[test]
 fn matrix_matches_expected_traces_npy() {
     let npy = dspk_io::NpyArray::read(common::fixture("expected_traces.npy")).unwrap();
-    assert_eq!(npy.shape(), &[common::SAMPLES as u64, common::CHANNELS as u64]);
+    assert_eq!(
+        npy.shape(),
+        &[common::SAMPLES as u64, common::CHANNELS as u64]
+    );
     let values = npy.to_i64().unwrap();
     for t in 0..common::SAMPLES {
         for c in 0..common::CHANNELS {

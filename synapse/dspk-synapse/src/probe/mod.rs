@@ -13,7 +13,9 @@ mod mat;
 mod prb;
 mod probeinterface;
 
-pub use kilosort::{parse_kilosort_mat, read_kilosort_json, read_kilosort_mat, write_kilosort_json};
+pub use kilosort::{
+    parse_kilosort_mat, read_kilosort_json, read_kilosort_mat, write_kilosort_json,
+};
 pub use prb::{PRB_DEPTH_LIMIT, PRB_RANGE_LIMIT, PRB_SIZE_LIMIT, parse_prb, read_prb};
 pub use probeinterface::{WRITTEN_CONTACT_RADIUS_UM, read_probeinterface, write_probeinterface};
 
