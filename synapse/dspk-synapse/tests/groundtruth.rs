@@ -2,6 +2,9 @@
 //! (`tests/reference/comparison.json`, made by `tests/reference/make_comparison.py`), the
 //! assignment solver against brute force, and the synthetic recording's properties.
 
+mod common;
+
+use common::f64s;
 use dspk_core::SampleRate;
 use dspk_synapse::Error;
 use dspk_synapse::groundtruth::{
@@ -32,15 +35,6 @@ fn optional_strings(value: &Value) -> Vec<Option<String>> {
         .expect("array")
         .iter()
         .map(|v| v.as_str().map(str::to_string))
-        .collect()
-}
-
-fn floats(value: &Value) -> Vec<f64> {
-    value
-        .as_array()
-        .expect("array")
-        .iter()
-        .map(|v| v.as_f64().expect("number"))
         .collect()
 }
 
@@ -125,7 +119,7 @@ fn comparison_matches_spikeinterface() {
             .as_array()
             .unwrap()
             .iter()
-            .flat_map(floats)
+            .flat_map(f64s)
             .collect();
         assert_close(
             &format!("{name}: agreement"),
@@ -166,30 +160,30 @@ fn comparison_matches_spikeinterface() {
             assert_close(
                 &format!("{name}: {key}.accuracy"),
                 &column(|p| p.accuracy),
-                &floats(&e["accuracy"]),
+                &f64s(&e["accuracy"]),
             );
             assert_close(
                 &format!("{name}: {key}.recall"),
                 &column(|p| p.recall),
-                &floats(&e["recall"]),
+                &f64s(&e["recall"]),
             );
             assert_close(
                 &format!("{name}: {key}.precision"),
                 &column(|p| p.precision),
-                &floats(&e["precision"]),
+                &f64s(&e["precision"]),
             );
             assert_close(
                 &format!("{name}: {key}.false_discovery_rate"),
                 &column(|p| p.false_discovery_rate),
-                &floats(&e["false_discovery_rate"]),
+                &f64s(&e["false_discovery_rate"]),
             );
             assert_close(
                 &format!("{name}: {key}.miss_rate"),
                 &column(|p| p.miss_rate),
-                &floats(&e["miss_rate"]),
+                &f64s(&e["miss_rate"]),
             );
             let mean = c.mean_performance(mode);
-            let accuracy = floats(&e["accuracy"]);
+            let accuracy = f64s(&e["accuracy"]);
             let expected_mean = accuracy.iter().sum::<f64>() / accuracy.len() as f64;
             assert!(
                 (mean.accuracy - expected_mean).abs() <= 1e-12,

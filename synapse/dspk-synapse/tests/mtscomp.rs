@@ -5,7 +5,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use common::{CHANNELS, SAMPLES, expected, fixture, i16s, matrix_channel_major};
+use common::{CHANNELS, SAMPLES, expected, f64s, fixture, i16s, matrix_channel_major};
 use dspk_core::RecordingSource;
 use dspk_core::test_util::check_recording_source;
 use dspk_io::{ChunkCache, Detection, Format};
@@ -16,15 +16,6 @@ const VARIANTS: [&str; 2] = ["time_diff", "time_and_spatial_diff"];
 
 fn cbin(variant: &str) -> PathBuf {
     fixture(&format!("mtscomp/{variant}/fixture_g0_t0.imec0.ap.cbin"))
-}
-
-fn f64s(value: &serde_json::Value) -> Vec<f64> {
-    value
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_f64().unwrap())
-        .collect()
 }
 
 fn stored(rec: &dyn RecordingSource, channels: &[usize], start: u64, end: u64) -> Vec<i16> {

@@ -7,7 +7,10 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{CHANNELS, SAMPLES, expected, fixture, i16s, matrix_channel_major, matrix_value};
+use common::{
+    CHANNELS, SAMPLES, expected, f64s, fixture, i16s, matrix_channel_major, matrix_value,
+    writable_copy,
+};
 use dspk_core::test_util::check_recording_source;
 use dspk_core::{RationalTime, RecordingSource, SampleRate};
 use dspk_io::{Detection, Format};
@@ -47,15 +50,6 @@ fn read_all_stored(source: &dyn RecordingSource) -> dspk_core::Result<Vec<i16>> 
     Ok(i16s(&out))
 }
 
-fn floats(value: &serde_json::Value) -> Vec<f64> {
-    value
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_f64().unwrap())
-        .collect()
-}
-
 /// probeinterface's positions of the probe the pynwb and hdmf-zarr fixtures were written with
 /// (`probe/linear4.json`; the same probe's `rel_x`/`rel_y`).
 fn linear4_positions() -> Vec<[f64; 2]> {
@@ -66,7 +60,7 @@ fn linear4_positions() -> Vec<[f64; 2]> {
         .unwrap()
         .iter()
         .map(|p| {
-            let p = floats(p);
+            let p = f64s(p);
             [p[0], p[1]]
         })
         .collect()
@@ -102,8 +96,8 @@ fn fixtures_read_the_matrix_with_spikeinterface_gains() {
         // Exact f64 equality: conversion * channel_conversion * 1e6 as SpikeInterface computes.
         let gains: Vec<f64> = info.channels.iter().map(|c| c.gain).collect();
         let offsets: Vec<f64> = info.channels.iter().map(|c| c.offset).collect();
-        assert_eq!(gains, floats(&entry["si_gain_to_uV"]), "{name}");
-        assert_eq!(offsets, floats(&entry["si_offset_to_uV"]), "{name}");
+        assert_eq!(gains, f64s(&entry["si_gain_to_uV"]), "{name}");
+        assert_eq!(offsets, f64s(&entry["si_offset_to_uV"]), "{name}");
         assert!(info.channels.iter().all(|c| c.unit == "uV"), "{name}");
         assert_eq!(
             read_all_stored(&recording).unwrap(),
@@ -395,24 +389,8 @@ fn truncated_and_foreign_files_give_errors() {
 
 /// Copies the NWB-Zarr fixture into `dir`.
 fn copy_store(dir: &Path) -> PathBuf {
-    fn copy(from: &Path, to: &Path) {
-        std::fs::create_dir_all(to).unwrap();
-        for entry in std::fs::read_dir(from).unwrap() {
-            let entry = entry.unwrap();
-            let target = to.join(entry.file_name());
-            if entry.file_type().unwrap().is_dir() {
-                copy(&entry.path(), &target);
-            } else {
-                std::fs::copy(entry.path(), &target).unwrap();
-                let mut permissions = std::fs::metadata(&target).unwrap().permissions();
-                #[allow(clippy::permissions_set_readonly_false)]
-                permissions.set_readonly(false);
-                std::fs::set_permissions(&target, permissions).unwrap();
-            }
-        }
-    }
     let store = dir.join("copy.nwb.zarr");
-    copy(&nwb("hdmf_zarr.nwb.zarr"), &store);
+    writable_copy(&nwb("hdmf_zarr.nwb.zarr"), &store);
     store
 }
 

@@ -165,7 +165,7 @@ impl Scratch {
             std::process::id()
         ));
         let _ = std::fs::remove_dir_all(&root);
-        copy_dir(&common::fixture(RECORDING), &root.join("recording1"));
+        common::writable_copy(&common::fixture(RECORDING), &root.join("recording1"));
         Self { root }
     }
 
@@ -197,23 +197,6 @@ impl Scratch {
 impl Drop for Scratch {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.root);
-    }
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.path().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-            let mut permissions = std::fs::metadata(&target).unwrap().permissions();
-            #[allow(clippy::permissions_set_readonly_false)]
-            permissions.set_readonly(false);
-            std::fs::set_permissions(&target, permissions).unwrap();
-        }
     }
 }
 
@@ -373,7 +356,7 @@ fn unknown_streams_and_several_recordings_are_explained() {
         OpenEphysRecording::open(scratch.recording(), "Neuropix-PXI-100.ProbeA").unwrap_err();
     assert_names(&error, &scratch.oebin(), &format!("streams: {MAIN}, {ADC}"));
 
-    copy_dir(&scratch.recording(), &scratch.root.join("recording2"));
+    common::writable_copy(&scratch.recording(), &scratch.root.join("recording2"));
     let error = OpenEphysRecording::open(&scratch.root, MAIN).unwrap_err();
     assert_names(&error, &scratch.root, "holds 2 Open Ephys recordings");
 }

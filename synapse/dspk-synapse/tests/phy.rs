@@ -7,7 +7,9 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use common::{CHANNELS, SAMPLES, expected, fixture, i16s, matrix_channel_major, matrix_value};
+use common::{
+    CHANNELS, SAMPLES, expected, fixture, i16s, matrix_channel_major, matrix_value, writable_copy,
+};
 use dspk_io::NpyArray;
 use dspk_io::{Detection, Format};
 use dspk_synapse::Error;
@@ -38,15 +40,7 @@ impl Drop for TempDir {
 /// Copies a fixture folder into a fresh temporary folder.
 fn copy_fixture(style: &str, name: &str) -> TempDir {
     let dir = TempDir::new(name);
-    for entry in std::fs::read_dir(fixture(&format!("phy/{style}"))).expect("fixture") {
-        let entry = entry.expect("entry");
-        let target = dir.0.join(entry.file_name());
-        std::fs::copy(entry.path(), &target).expect("copy");
-        let mut permissions = std::fs::metadata(&target).expect("metadata").permissions();
-        #[allow(clippy::permissions_set_readonly_false)]
-        permissions.set_readonly(false);
-        std::fs::set_permissions(&target, permissions).expect("writable");
-    }
+    writable_copy(&fixture(&format!("phy/{style}")), &dir.0);
     dir
 }
 

@@ -4,7 +4,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{CHANNELS, SAMPLES, expected, fixture, i16s, matrix_channel_major};
+use common::{CHANNELS, SAMPLES, expected, f64s, fixture, i16s, matrix_channel_major};
 use dspk_core::RecordingSource;
 use dspk_core::test_util::check_recording_source;
 use dspk_io::{Detection, Format, Registry};
@@ -22,15 +22,6 @@ const FIXTURES: [(&str, &str, usize); 3] = [
     ("np2", NP2, 0),
     ("np1_subset", NP1_SUBSET, 10),
 ];
-
-fn f64s(value: &serde_json::Value) -> Vec<f64> {
-    value
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_f64().unwrap())
-        .collect()
-}
 
 /// The fixture's SY0 column: `((t // 150) % 2) * 64`.
 fn sync_value(t: usize) -> u16 {

@@ -53,3 +53,32 @@ pub fn expected(folder: &str) -> serde_json::Value {
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
+
+/// The numbers of a JSON array (`expected.json` values), as f64.
+pub fn f64s(value: &serde_json::Value) -> Vec<f64> {
+    value
+        .as_array()
+        .expect("a JSON array")
+        .iter()
+        .map(|v| v.as_f64().expect("a JSON number"))
+        .collect()
+}
+
+/// Copies the folder `from` into `to` (created), recursively, leaving every copied file
+/// writable (the shared fixtures may be read-only), so tests can corrupt their copy.
+pub fn writable_copy(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            writable_copy(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+            let mut permissions = std::fs::metadata(&target).unwrap().permissions();
+            #[allow(clippy::permissions_set_readonly_false)]
+            permissions.set_readonly(false);
+            std::fs::set_permissions(&target, permissions).unwrap();
+        }
+    }
+}
