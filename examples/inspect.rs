@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! cargo run --release --example inspect -- PATH [--header-only]
-//! cargo run --release --example inspect -- ../shared/fixtures/openephys/2024-05-01_12-00-00
+//! cargo run --release --example inspect -- tests/fixtures/openephys/2024-05-01_12-00-00
 //! ```
 //!
 //! PATH is what a user would point at: a SpikeGLX `.bin`/`.meta`, an mtscomp `.cbin`, an Open

@@ -1,4 +1,4 @@
-//! mtscomp reader against the `../shared/fixtures/mtscomp` fixtures and corrupted copies.
+//! mtscomp reader against the `tests/fixtures/mtscomp` fixtures and corrupted copies.
 
 mod common;
 

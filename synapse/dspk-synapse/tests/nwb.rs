@@ -1,4 +1,4 @@
-//! NWB `ElectricalSeries` in HDF5 and NWB-Zarr: the fixtures (`../shared/fixtures/nwb`) read
+//! NWB `ElectricalSeries` in HDF5 and NWB-Zarr: the fixtures (`tests/fixtures/nwb`) read
 //! with the values SpikeInterface's `read_nwb_recording` reports (`expected.json`), windows,
 //! partial chunk reads, format detection, and bad input (`tests/nwb_bad/make.py` writes the
 //! odd HDF5 files; others are corrupted copies made in a temporary folder).

@@ -1,4 +1,4 @@
-//! Phy folders: the three fixtures (`../shared/fixtures/phy/`) read with the values of their
+//! Phy folders: the three fixtures (`tests/fixtures/phy/`) read with the values of their
 //! `expected.json` and README, write -> read round trips, and bad folders refused with errors
 //! naming the file.
 

@@ -1,4 +1,4 @@
-//! Probe files: every fixture of `../shared/fixtures/probe/` (and the `si_binary`
+//! Probe files: every fixture of `tests/fixtures/probe/` (and the `si_binary`
 //! `probegroup.json`) read with the positions, device channels and shanks of its
 //! `expected.json`; writer round trips; bad input.
 

@@ -1,4 +1,4 @@
-//! SpikeGLX reader against the `../shared/fixtures/spikeglx` fixtures and corrupted copies.
+//! SpikeGLX reader against the `tests/fixtures/spikeglx` fixtures and corrupted copies.
 
 mod common;
 
