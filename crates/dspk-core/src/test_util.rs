@@ -72,44 +72,8 @@ pub fn for_each_runtime(mut body: impl FnMut(ComputeTarget, &Client)) {
     }
 }
 
-/// A small seeded random generator (`SplitMix64`) for reproducible test inputs.
-#[derive(Debug, Clone)]
-pub struct Rng(u64);
-
-impl Rng {
-    /// A generator from `seed`.
-    #[must_use]
-    pub fn new(seed: u64) -> Self {
-        Self(seed)
-    }
-
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        let bits = crate::memory::splitmix64(self.0);
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        bits
-    }
-
-    /// Uniform in `[0, 1)`.
-    pub fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    /// Uniform in `[low, high)`.
-    pub fn uniform(&mut self, low: f64, high: f64) -> f64 {
-        low + (high - low) * self.unit()
-    }
-
-    /// Uniform in `[0, n)`.
-    ///
-    /// # Panics
-    ///
-    /// If `n` is zero.
-    pub fn below(&mut self, n: u64) -> u64 {
-        assert!(n > 0, "below(0)");
-        self.next_u64() % n
-    }
-}
+/// The seeded generator tests draw their inputs from: [`SplitMix64`](crate::rng::SplitMix64).
+pub use crate::rng::SplitMix64 as Rng;
 
 /// Asserts that `actual` matches the `f64` reference within `abs + rel * |expected|` per value.
 /// A NaN never passes (not even against a NaN reference: tests use finite references).
