@@ -28,29 +28,14 @@
 //! `ElectricalSeries` in `/acquisition` in name order ([`NwbRecording::open`]);
 //! [`list_electrical_series`] lists them.
 //!
-//! # The HDF5 library
+//! # Reading
 //!
-//! HDF5 files are read with [`hdf5_reader`] 0.12 (pure Rust, read-only, MIT OR Apache-2.0, no C
-//! library, no build script; from the `netcdf-rust` project, which also reads NetCDF-4 through
-//! it). It reads every layout these files use: contiguous and chunked data (B-tree v1/v2,
-//! fixed and extensible array chunk indexes), the gzip and shuffle filters, variable-length
-//! string attributes and datasets, object references, and hyperslabs that decode only the
-//! chunks they overlap, with a chunk cache whose counters show it (the tests check them). Its
-//! documentation states reads hardened against malformed files (bounds-checked, allocations
-//! bounded by the file size and by limits we set: decoded chunks at most [`MAX_CHUNK_BYTES`]);
-//! the truncated and foreign files in the tests give errors, no panics. Built without its
-//! default features (no rayon, no lz4), it adds 20 crates to this crate's normal dependency
-//! tree (`cargo tree -e normal`: 283 -> 303), mostly `ndarray`, `lru` and `memmap2`.
-//! Alternatives, judged from their documentation: `hdf5`/`hdf5-metno` bind libhdf5 (C);
-//! `hdf5-rust` documents chunked reads of uncompressed data only; `rust-hdf5` (MIT only) and
-//! `hdf5-pure` are read-write libraries with a wider scope and were not needed.
-//!
-//! A window of chunked data decodes only the chunks it overlaps (the library's chunk cache, 64
-//! MiB, keeps decoded chunks for the next window; [`NwbRecording::cache_stats`] counts decodes).
-//! Contiguous data is read with positional reads at its offset in the file through
-//! [`dspk_io::RawRecording`] straight into the caller's buffer: the library's hyperslab reads
-//! reached only 173 MB/s on a 73 MB contiguous dataset (71 MB/s on gzip-4 chunks, inflation
-//! included; release build, 30 000-sample windows of 64 channels; not profiled further).
+//! HDF5 files are read with [`hdf5_reader`] (pure Rust, read-only; why:
+//! `docs/decisions/0001-hdf5-reader-for-nwb.md`). Contiguous data is read with positional
+//! reads at its offset in the file through [`dspk_io::RawRecording`], straight into the
+//! caller's buffer (`docs/decisions/0002-nwb-contiguous-data-positional-reads.md`). A window
+//! of chunked data decodes only the chunks it overlaps (the library's chunk cache, 64 MiB,
+//! keeps decoded chunks for the next window; [`NwbRecording::cache_stats`] counts decodes).
 //! NWB-Zarr chunks are decoded with `zarrs` one chunk at a time through a
 //! [`dspk_io::ChunkCache`].
 //!
