@@ -34,6 +34,7 @@ mod recording;
 pub mod rng;
 mod sample;
 mod time;
+mod units;
 mod window;
 
 #[cfg(feature = "test-util")]
@@ -46,6 +47,7 @@ pub use memory::{MemoryRecording, SyntheticRecording};
 pub use recording::{ChannelInfo, ReadRequest, RecordingInfo, RecordingSource, ScaledOnly};
 pub use sample::{SampleFormat, StoredSample, scale};
 pub use time::{RationalTime, SampleRate};
+pub use units::{format_bytes, format_count};
 pub use window::{ChunkSchedule, HaloWindow};
 
 /// CubeCL, as dspk uses it (so dependents name one version).

@@ -54,7 +54,7 @@ use dspk_core::{
     ChannelInfo, RationalTime, ReadRequest, RecordingInfo, RecordingSource, SampleFormat,
     SampleRate,
 };
-use dspk_io::{CacheStats, Detection, Format};
+use dspk_io::{CacheStats, Detection, Format, MissingChunks};
 
 use crate::probe::{Contact, Probe};
 use crate::{Error, Result};
@@ -166,7 +166,7 @@ fn is_zarr(path: &Path) -> bool {
 ///
 /// # Errors
 ///
-/// [`Error::Missing`] if the file or `/acquisition` does not exist, [`Error::Library`] if the
+/// [`dspk_io::Error::Missing`] if the file or `/acquisition` does not exist, [`dspk_io::Error::Library`] if the
 /// file is not HDF5 (or the folder not a Zarr store) or the library fails on it.
 pub fn list_electrical_series(path: impl AsRef<Path>) -> Result<Vec<String>> {
     let path = path.as_ref();
@@ -198,7 +198,7 @@ impl NwbRecording {
     ///
     /// # Errors
     ///
-    /// [`Error::Missing`] if there is no `ElectricalSeries`; otherwise as
+    /// [`dspk_io::Error::Missing`] if there is no `ElectricalSeries`; otherwise as
     /// [`open_series`](Self::open_series).
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
@@ -217,18 +217,38 @@ impl NwbRecording {
     ///
     /// # Errors
     ///
-    /// [`Error::Missing`] naming the series there are if `name` is not one of them, or a
+    /// [`dspk_io::Error::Missing`] naming the series there are if `name` is not one of them, or a
     /// required member (`data`, `electrodes`, `starting_time`/`timestamps`, the electrodes
-    /// table) is missing; [`Error::Invalid`] if `data` is not 2-D int16, `channel_conversion`,
+    /// table) is missing; [`dspk_io::Error::Invalid`] if `data` is not 2-D int16, `channel_conversion`,
     /// `electrodes` or `timestamps` disagree with the data's shape, an electrode index is
     /// outside the table, the rate is not positive or the timestamps are not uniform;
-    /// [`Error::Library`] for files the HDF5/Zarr library cannot read (not HDF5, truncated).
+    /// [`dspk_io::Error::Library`] for files the HDF5/Zarr library cannot read (not HDF5, truncated).
     pub fn open_series(path: impl AsRef<Path>, name: &str) -> Result<Self> {
+        Self::open_series_with(path, name, MissingChunks::Error)
+    }
+
+    /// Opens the `ElectricalSeries` `/acquisition/<name>` as
+    /// [`open_series`](Self::open_series) does, with `missing` saying what a chunk of an
+    /// NWB-Zarr store's `data` that its shape covers but the store lacks reads as: an error
+    /// naming the chunk ([`MissingChunks::Error`], the default of the other openers) or the
+    /// fill value. HDF5 files are read as HDF5 defines (unwritten chunks are the fill value).
+    ///
+    /// # Errors
+    ///
+    /// As [`open_series`](Self::open_series); with [`MissingChunks::Error`],
+    /// [`dspk_io::Error::MissingChunk`] if the chunk holding the last sample is not in the
+    /// store; [`dspk_io::Error::Invalid`] for more than
+    /// [`MAX_ZARR_SAMPLES`](dspk_io::MAX_ZARR_SAMPLES) samples.
+    pub fn open_series_with(
+        path: impl AsRef<Path>,
+        name: &str,
+        missing: MissingChunks,
+    ) -> Result<Self> {
         let path = path.as_ref();
         if is_zarr(path) {
             let tree = zarr::ZarrTree::open(path)?;
             let parts = read_series(&tree, name)?;
-            let data = zarr::ZarrData::open(&tree, &parts.data_path)?;
+            let data = zarr::ZarrData::open(&tree, &parts.data_path, missing)?;
             Self::assemble(path, name, parts, Data::Zarr(Box::new(data)), "nwb-zarr")
         } else {
             let tree = hdf5::Hdf5Tree::open(path)?;
