@@ -3,7 +3,8 @@
 //! - [`for_each_runtime`] runs one test body on every runtime compiled into the test binary,
 //!   narrowed by `DSPK_TEST_RUNTIMES` (comma-separated names; an unknown or missing name fails);
 //! - [`check_recording_source`] is the conformance suite every [`RecordingSource`] runs;
-//! - [`Rng`] gives seeded random inputs; [`assert_close`] compares against an `f64` reference.
+//! - [`Rng`] gives seeded random inputs; [`assert_close`] and [`assert_close_f64`] compare
+//!   against an `f64` reference.
 
 use cubecl::client::Client;
 
@@ -75,24 +76,15 @@ pub fn for_each_runtime(mut body: impl FnMut(ComputeTarget, &Client)) {
 /// The seeded generator tests draw their inputs from: [`SplitMix64`](crate::rng::SplitMix64).
 pub use crate::rng::SplitMix64 as Rng;
 
-/// Asserts that `actual` matches the `f64` reference within `abs + rel * |expected|` per value.
-/// A NaN never passes (not even against a NaN reference: tests use finite references).
+/// Asserts that `actual` matches the `f64` reference within `abs + rel * |expected|` per value,
+/// as [`assert_close_f64`] on the values widened to `f64`.
 ///
 /// # Panics
 ///
-/// On a length mismatch or the first value out of tolerance, naming the index, both values,
-/// the difference and the tolerance.
+/// As [`assert_close_f64`].
 pub fn assert_close(what: &str, actual: &[f32], expected: &[f64], abs: f64, rel: f64) {
-    assert_eq!(actual.len(), expected.len(), "{what}: lengths differ");
-    for (index, (&a, &e)) in actual.iter().zip(expected).enumerate() {
-        let tolerance = abs + rel * e.abs();
-        let difference = (f64::from(a) - e).abs();
-        assert!(
-            difference <= tolerance,
-            "{what}: index {index}: actual {a}, expected {e}, difference {difference:e}, \
-             tolerance {tolerance:e}"
-        );
-    }
+    let actual: Vec<f64> = actual.iter().map(|&a| f64::from(a)).collect();
+    assert_close_f64(what, &actual, expected, abs, rel);
 }
 
 /// The conformance suite for a [`RecordingSource`]: argument checks, `read` against
@@ -216,5 +208,25 @@ pub fn check_recording_source<S: RecordingSource + ?Sized>(source: &S) {
                 "one-channel read differs from multi-channel read"
             );
         }
+    }
+}
+
+/// Asserts that `actual` matches the reference `expected` within `abs + rel * |expected|` per
+/// value. A NaN never passes (not even against a NaN reference: tests use finite references).
+///
+/// # Panics
+///
+/// On a length mismatch or the first value out of tolerance, naming the index, both values,
+/// the difference and the tolerance.
+pub fn assert_close_f64(what: &str, actual: &[f64], expected: &[f64], abs: f64, rel: f64) {
+    assert_eq!(actual.len(), expected.len(), "{what}: lengths differ");
+    for (index, (&a, &e)) in actual.iter().zip(expected).enumerate() {
+        let tolerance = abs + rel * e.abs();
+        let difference = (a - e).abs();
+        assert!(
+            difference <= tolerance,
+            "{what}: index {index}: actual {a}, expected {e}, difference {difference:e}, \
+             tolerance {tolerance:e}"
+        );
     }
 }
