@@ -38,7 +38,7 @@ pub fn format_count(count: u64, unit: &str) -> String {
     let digits = count.to_string();
     let mut grouped = String::with_capacity(digits.len() + digits.len() / 3 + unit.len() + 1);
     for (i, digit) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             grouped.push(' ');
         }
         grouped.push(digit);
