@@ -59,14 +59,16 @@ pub use dspk_synapse as synapse;
 #[cfg(feature = "view")]
 pub use dspk_view as view;
 
-/// Opens a recording of any format compiled in (raw binary, Zarr and `.npy` from
-/// [`io`]; SpikeGLX, mtscomp, Open Ephys, NWB, Intan and Phy folders from [`synapse`]), picked
-/// from the path and metadata files only.
+/// Opens a recording of any format compiled in (raw binary and Zarr from [`io`]; SpikeGLX
+/// files and run folders, mtscomp, Open Ephys, NWB, Intan and Phy folders from [`synapse`]),
+/// picked from the path and metadata files only. A `.npy` holds no sample rate: open a 2-D one
+/// with [`io::open_npy_recording`] (given a `.npy`, this says so).
 #[cfg(feature = "synapse")]
 pub use dspk_synapse::open;
 
-/// Opens a recording in one of the formats of [`io`] (raw binary, Zarr, `.npy`), picked from
-/// the path and metadata files only. The feature `synapse` adds the neural formats.
+/// Opens a recording in one of the formats of [`io`] (raw binary, Zarr), picked from the path
+/// and metadata files only. The feature `synapse` adds the neural formats. A `.npy` holds no
+/// sample rate: open a 2-D one with [`io::open_npy_recording`] (given a `.npy`, this says so).
 #[cfg(not(feature = "synapse"))]
 pub use dspk_io::open;
 
