@@ -76,6 +76,9 @@ fn rate(hz: f64) -> SampleRate {
 /// SpikeInterface's figures are matched to this absolute difference.
 const TOLERANCE: f64 = 1e-12;
 
+/// One per-unit figure of a [`Performance`].
+type Figure = fn(&Performance) -> f64;
+
 #[test]
 fn comparison_matches_spikeinterface() {
     let reference = reference();
@@ -150,7 +153,7 @@ fn comparison_matches_spikeinterface() {
         ] {
             let perf = c.performance(mode);
             let e = &case[key];
-            let fields: [(&str, fn(&Performance) -> f64); 5] = [
+            let fields: [(&str, Figure); 5] = [
                 ("accuracy", |p| p.accuracy),
                 ("recall", |p| p.recall),
                 ("precision", |p| p.precision),
