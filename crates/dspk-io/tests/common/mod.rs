@@ -1,6 +1,6 @@
 //! Shared helpers of the dspk-io tests: fixture paths, the expected matrix, scratch folders.
 
-#![allow(dead_code, unreachable_pub)]
+#![allow(dead_code, unused_imports, unreachable_pub)] // each test binary uses part of this module
 
 use std::path::{Path, PathBuf};
 
@@ -26,33 +26,10 @@ pub fn scratch(name: &str) -> PathBuf {
     dir
 }
 
-pub const SAMPLES: usize = 3000;
-pub const CHANNELS: usize = 4;
+pub use dspk_core::test_util::fixture::{CHANNELS, SAMPLES, matrix_channel_major, matrix_value};
 pub const GAINS: [f64; 4] = [0.195, 0.5, 1.0, 2.34375];
 pub const OFFSETS: [f64; 4] = [0.0, -10.0, 5.5, 100.0];
 pub const IDS: [&str; 4] = ["A0", "A1", "A2", "A3"];
-
-/// The stored matrix `v[t][c]` of `tests/fixtures/README.md`, from its formula.
-pub fn matrix_value(t: usize, c: usize) -> i16 {
-    if t == 100 {
-        return i16::MAX;
-    }
-    if t == 101 {
-        return i16::MIN;
-    }
-    let h = (t as u32)
-        .wrapping_mul(2_654_435_761)
-        .wrapping_add((c as u32).wrapping_mul(40503));
-    let v = ((37 * (c + 1) * t + 1000 * c) % 4001) as i32 - 2000 + ((h >> 24) as i32 - 128);
-    v as i16
-}
-
-/// The matrix channel-major, as `read_stored` returns it for all channels.
-pub fn matrix_channel_major() -> Vec<i16> {
-    (0..CHANNELS)
-        .flat_map(|c| (0..SAMPLES).map(move |t| matrix_value(t, c)))
-        .collect()
-}
 
 /// Reads every stored value of `source` (channel-major) as i16.
 pub fn read_all_i16(source: &dyn RecordingSource) -> Vec<i16> {

@@ -1,42 +1,17 @@
 //! What every fixture test needs: where the workspace's `tests/fixtures` is and the stored
 //! matrix that every recording fixture holds (`tests/fixtures/README.md`).
 
-#![allow(dead_code, unreachable_pub)]
+#![allow(dead_code, unused_imports, unreachable_pub)] // each test binary uses part of this module
 
 use std::path::PathBuf;
 
-/// Samples in every recording fixture.
-pub const SAMPLES: usize = 3000;
-/// Neural channels in every recording fixture.
-pub const CHANNELS: usize = 4;
+pub use dspk_core::test_util::fixture::{CHANNELS, SAMPLES, matrix_channel_major, matrix_value};
 
 /// `tests/fixtures/<relative>` of the workspace (this crate is at `synapse/dspk-synapse`).
 pub fn fixture(relative: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../tests/fixtures")
         .join(relative)
-}
-
-/// The fixtures' stored value at sample `t` of channel `c` (README: "The stored matrix").
-pub fn matrix_value(t: usize, c: usize) -> i16 {
-    if t == 100 {
-        return i16::MAX;
-    }
-    if t == 101 {
-        return i16::MIN;
-    }
-    let h = (t as u32)
-        .wrapping_mul(2_654_435_761)
-        .wrapping_add((c as u32).wrapping_mul(40_503));
-    let v = ((37 * (c + 1) * t + 1000 * c) % 4001) as i32 - 2000 + ((h >> 24) as i32 - 128);
-    i16::try_from(v).expect("the matrix fits in i16")
-}
-
-/// The stored matrix channel-major (`out[c * SAMPLES + t]`), as `read_stored` returns it.
-pub fn matrix_channel_major() -> Vec<i16> {
-    (0..CHANNELS)
-        .flat_map(|c| (0..SAMPLES).map(move |t| matrix_value(t, c)))
-        .collect()
 }
 
 /// Little-endian bytes to i16 values.
