@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::{Reference, noise};
+use common::{Reference, invalid, noise};
 use dspk_ops::Error;
 use dspk_ops::design::host::{self, DecimateFilter};
 use dspk_ops::design::{
@@ -330,16 +330,6 @@ fn settling_length_sizes_halos_for_chunked_filtfilt() {
     }
     let notch = iirnotch(50.0, 30.0, 30000.0).unwrap();
     assert!(notch.settling_length(1e-7).unwrap() > 1000);
-}
-
-fn invalid(result: Result<impl std::fmt::Debug, Error>, expected_what: &str) -> String {
-    match result {
-        Err(Error::InvalidParameter { what, reason }) => {
-            assert_eq!(what, expected_what, "{reason}");
-            reason
-        }
-        other => panic!("expected InvalidParameter for {expected_what}, got {other:?}"),
-    }
 }
 
 #[test]

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Reference, noise};
+use common::{Reference, invalid, noise};
 use dspk_ops::Error;
 use dspk_ops::linalg::{covariance, local_zca, second_moment, symmetric_eigen, zca};
 
@@ -256,16 +256,6 @@ fn local_zca_matches_numpy_rows() {
     let w = local_zca(&identity(4), &square, 3, 0.0).unwrap();
     assert_eq!(w.indices(), &[0, 1, 2, 1, 0, 3, 2, 0, 3, 3, 1, 2]);
     assert_close("local zca of identity", &w.dense(), &identity(4), 1e-15);
-}
-
-fn invalid<T: std::fmt::Debug>(result: Result<T, Error>, expected_what: &str) -> String {
-    match result {
-        Err(Error::InvalidParameter { what, reason }) => {
-            assert_eq!(what, expected_what, "{reason}");
-            reason
-        }
-        other => panic!("expected InvalidParameter for {expected_what}, got {other:?}"),
-    }
 }
 
 #[test]

@@ -182,27 +182,15 @@ fn comparison_matches_spikeinterface() {
         let ids = |units: Vec<usize>| -> Vec<String> {
             units.into_iter().map(|j| tested.ids()[j].clone()).collect()
         };
-        assert_eq!(
-            ids(c.well_detected_units()),
-            strings(&case["well_detected"]),
-            "{name}"
-        );
-        assert_eq!(
-            ids(c.redundant_units()),
-            strings(&case["redundant"]),
-            "{name}"
-        );
-        assert_eq!(
-            ids(c.overmerged_units()),
-            strings(&case["overmerged"]),
-            "{name}"
-        );
-        assert_eq!(
-            ids(c.false_positive_units()),
-            strings(&case["false_positive"]),
-            "{name}"
-        );
-        assert_eq!(ids(c.bad_units()), strings(&case["bad"]), "{name}");
+        for (category, units) in [
+            ("well_detected", c.well_detected_units()),
+            ("redundant", c.redundant_units()),
+            ("overmerged", c.overmerged_units()),
+            ("false_positive", c.false_positive_units()),
+            ("bad", c.bad_units()),
+        ] {
+            assert_eq!(ids(units), strings(&case[category]), "{name}: {category}");
+        }
         let categories = c.unit_categories();
         let e = &case["categories"];
         let n = |k: &str| e[k].as_u64().unwrap() as usize;

@@ -105,3 +105,21 @@ pub(crate) fn noise(len: usize, seed: u64) -> Vec<f64> {
     let mut rng = dspk_core::test_util::Rng::new(seed);
     (0..len).map(|_| rng.uniform(-0.5, 0.5)).collect()
 }
+
+/// The reason of `result`'s [`dspk_ops::Error::InvalidParameter`].
+///
+/// # Panics
+///
+/// If `result` is anything else, or names another parameter than `expected_what`.
+pub(crate) fn invalid<T: std::fmt::Debug>(
+    result: Result<T, dspk_ops::Error>,
+    expected_what: &str,
+) -> String {
+    match result {
+        Err(dspk_ops::Error::InvalidParameter { what, reason }) => {
+            assert_eq!(what, expected_what, "{reason}");
+            reason
+        }
+        other => panic!("expected InvalidParameter for {expected_what}, got {other:?}"),
+    }
+}
