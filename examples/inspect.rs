@@ -1,8 +1,8 @@
 //! Opens a recording in any format dspk reads, says what it holds, and reads it through once.
 //!
 //! ```text
-//! cargo run --release --example inspect -- PATH [--header-only]
-//! cargo run --release --example inspect -- tests/fixtures/openephys/2024-05-01_12-00-00
+//! cargo run --release --features formats --example inspect -- PATH [--header-only]
+//! cargo run --release --features formats --example inspect -- tests/fixtures/openephys/2024-05-01_12-00-00
 //! ```
 //!
 //! PATH is what a user would point at: a SpikeGLX `.bin`/`.meta`, an mtscomp `.cbin`, an Open

@@ -8,8 +8,9 @@
 //!   fixed header) described by a JSON sidecar ([`RawSidecar`]) or by SpikeInterface's
 //!   `binary.json` ([`RawRecording::open_spikeinterface`]); [`write_raw`] writes one. Reads go
 //!   from the file straight into the caller's buffer with positional reads.
-//! - [`ZarrRecording`]: SpikeInterface's Zarr layout (v2 and v3; blosc, zstd, sharding),
-//!   decoded chunks kept in a [`ChunkCache`]; [`write_zarr`] writes one.
+//! - `ZarrRecording`: SpikeInterface's Zarr layout (v2 and v3; blosc, zstd, sharding),
+//!   decoded chunks kept in a [`ChunkCache`]; `write_zarr` writes one (feature `zarr`, on by
+//!   default).
 //! - [`NpyArray`], [`NpyHeader`], [`NpzArchive`]: `.npy`/`.npz` containers with run-time dtypes,
 //!   C and Fortran order, both byte orders, zip64; [`open_npy_recording`] reads a 2-D array as
 //!   a recording.
@@ -30,6 +31,7 @@ mod file;
 mod npy;
 mod raw;
 mod registry;
+#[cfg(feature = "zarr")]
 mod zarr;
 
 pub use cache::{CacheStats, ChunkCache, ChunkKey};
@@ -42,6 +44,7 @@ pub use raw::{
     SampleOrder, SiBinaryMeta, sidecar_path, write_raw,
 };
 pub use registry::{Detection, Format, Registry, open};
+#[cfg(feature = "zarr")]
 pub use zarr::{
     MAX_ZARR_SAMPLES, MissingChunks, ZarrOptions, ZarrRecording, ZarrWriteOptions,
     check_zarr_extent, retrieve_zarr_chunk, write_zarr,

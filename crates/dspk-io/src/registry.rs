@@ -6,6 +6,7 @@ use dspk_core::RecordingSource;
 
 use crate::file::{METADATA_LIMIT, check_readable, read_small_file};
 use crate::raw::{RawRecording, SI_BINARY_JSON, SIDECAR_FORMAT, is_json, sidecar_path};
+#[cfg(feature = "zarr")]
 use crate::zarr::ZarrRecording;
 use crate::{Error, Result};
 
@@ -216,8 +217,17 @@ impl Format for Zarr {
         }
     }
 
+    #[cfg(feature = "zarr")]
     fn open(&self, path: &Path) -> Result<Box<dyn RecordingSource>> {
         Ok(Box::new(ZarrRecording::open(path)?))
+    }
+
+    #[cfg(not(feature = "zarr"))]
+    fn open(&self, path: &Path) -> Result<Box<dyn RecordingSource>> {
+        Err(Error::unsupported(
+            path,
+            "a Zarr store, but dspk-io was built without its `zarr` feature",
+        ))
     }
 }
 

@@ -1,5 +1,6 @@
 //! Zarr recordings: the v2 and v3 fixtures (blosc, zstd, channel chunks, sharding), the chunk
 //! cache's decode counts, and the writer's round trip.
+#![cfg(feature = "zarr")]
 
 mod common;
 

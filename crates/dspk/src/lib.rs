@@ -30,6 +30,8 @@
 //! - `synapse` (default): the `synapse` module, electrophysiology (neural formats, probes,
 //!   sorting outputs, ground truth). With it [`open`] reads every format; without it, the
 //!   formats of [`io`] only.
+//! - `zarr` (default): Zarr stores in [`open`] and `io` (blosc and zstd, built from C).
+//! - `nwb` (default; implies `synapse` and `zarr`): NWB files (HDF5) and NWB-Zarr stores.
 //! - `kilosort` (default): the `kilosort` module, the Kilosort4 and EMUsort sorter.
 //! - `view`, `stream`: the `view` and `stream` modules, off by default while those crates
 //!   are empty.

@@ -7,22 +7,23 @@ use dspk_io::Registry;
 
 use crate::intan::IntanFormat;
 use crate::mtscomp::MtscompFormat;
+#[cfg(feature = "nwb")]
 use crate::nwb::NwbFormat;
 use crate::openephys::OpenEphysFormat;
 use crate::phy::PhyFormat;
 use crate::spikeglx::SpikeGlxFormat;
 
 /// Adds this crate's recording formats to `registry`: `spikeglx`, `mtscomp`,
-/// `openephys-binary`, `nwb` (HDF5 and NWB-Zarr), `intan-rhd` and `phy` (the raw recording a Phy folder's
-/// `params.py` names).
+/// `openephys-binary`, `nwb` (HDF5 and NWB-Zarr; feature `nwb`), `intan-rhd` and `phy` (the raw
+/// recording a Phy folder's `params.py` names).
 pub fn register_formats(registry: &mut Registry) {
     registry
         .register(SpikeGlxFormat)
         .register(MtscompFormat)
-        .register(OpenEphysFormat)
-        .register(NwbFormat)
-        .register(IntanFormat)
-        .register(PhyFormat);
+        .register(OpenEphysFormat);
+    #[cfg(feature = "nwb")]
+    registry.register(NwbFormat);
+    registry.register(IntanFormat).register(PhyFormat);
 }
 
 /// A registry of every recording format `dspk-io` and this crate read: `dspk-io`'s built-in

@@ -8,7 +8,8 @@
 //! - [`spikeglx`]: SpikeGLX `.bin` + `.meta` (Neuropixels 1.0/2.0 `ap`/`lf`, `nidq`), gains
 //!   from `imroTbl` through `snsSaveChanSubset`, the SY0 sync column kept apart, geometry.
 //! - [`openephys`]: Open Ephys binary (`structure.oebin` + `continuous.dat`).
-//! - [`nwb`]: NWB `ElectricalSeries` in HDF5 files and NWB-Zarr stores.
+//! - `nwb`: NWB `ElectricalSeries` in HDF5 files and NWB-Zarr stores (feature `nwb`, on by
+//!   default).
 //! - [`mtscomp`]: mtscomp `.cbin` + `.ch` (zlib chunks decoded in parallel and cached).
 //! - [`intan`]: Intan `.rhd` amplifier data.
 //!
@@ -29,10 +30,12 @@ mod formats;
 pub mod groundtruth;
 pub mod intan;
 pub mod mtscomp;
+#[cfg(feature = "nwb")]
 pub mod nwb;
 pub mod openephys;
 pub mod phy;
 pub mod probe;
+mod pyliteral;
 pub mod spikeglx;
 
 pub use error::{Error, Result};

@@ -2,6 +2,7 @@
 //! with the values SpikeInterface's `read_nwb_recording` reports (`expected.json`), windows,
 //! partial chunk reads, format detection, and bad input (`tests/nwb_bad/make.py` writes the
 //! odd HDF5 files; others are corrupted copies made in a temporary folder).
+#![cfg(feature = "nwb")]
 
 mod common;
 

@@ -13,6 +13,7 @@ pub use sidecar::{RawSidecar, SIDECAR_FORMAT};
 pub use spikeinterface::{SI_BINARY_JSON, SiBinaryMeta};
 pub use writer::{RawWriteOptions, sidecar_path, write_raw};
 
+#[cfg(feature = "zarr")]
 pub(crate) use sidecar::{parse_sample_rate, rate_text};
 
 use crate::Result;
