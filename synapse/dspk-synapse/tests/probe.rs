@@ -190,6 +190,24 @@ fn prb_literal_subset() {
 }
 
 #[test]
+fn prb_strings_read_as_python() {
+    // Raw strings, escapes and concatenation spell keys as Python does.
+    let text = "channel_groups = {r'shank\\0': {'chan' \"nels\": [0x1, 0],\n\
+                'geo\\x6detry': {0: (0, 0), 1: (0, 20.)}}}\n";
+    let probes = parse_prb(text.as_bytes(), Path::new("strings.prb")).unwrap();
+    assert_eq!(probes[0].name, "shank\\0");
+    assert_eq!(channels(&probes[0]), vec![Some(1), Some(0)]);
+    assert_eq!(probes[0].positions(), vec![[0.0, 20.0], [0.0, 0.0]]);
+
+    let err = parse_prb(b"x = 'a\\N{BULLET}'\n", Path::new("strings.prb")).unwrap_err();
+    assert!(
+        matches!(err, Error::Io(dspk_io::Error::Unsupported { .. })),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("line 1, column 7"), "{err}");
+}
+
+#[test]
 fn prb_bad_input() {
     let path = Path::new("bad.prb");
     let group = |geometry: &str| {

@@ -1,4 +1,5 @@
-//! `params.py`: the recording parameters of a Phy folder, read as `name = literal` lines.
+//! `params.py`: the recording parameters of a Phy folder, read as `name = literal` statements
+//! by the crate's Python-literal parser (shared with `.prb` probe files).
 
 use std::collections::BTreeMap;
 use std::fmt::{self, Write as _};
@@ -10,7 +11,17 @@ use dspk_io::{
     read_small_file,
 };
 
+use crate::pyliteral::{self, Limits, LiteralError, Problem, PyValue, Value};
 use crate::{Error, Result};
+
+/// The bounds of the literal parser for a `params.py`: no calls, and no more values than a
+/// list of a million raw files would hold.
+const PARAMS_LIMITS: Limits = Limits {
+    max_bytes: METADATA_LIMIT as usize,
+    max_depth: 32,
+    max_values: 1 << 20,
+    range_budget: None,
+};
 
 /// A Python literal of `params.py`: what the reader accepts on the right of `=`.
 #[derive(Debug, Clone, PartialEq)]
@@ -25,8 +36,10 @@ pub enum ParamValue {
     Float(f64),
     /// A string literal (`'...'`, `"..."`, raw `r'...'`).
     Str(String),
-    /// A one-line list of literals (`['a.dat', 'b.dat']`).
+    /// A list of literals (`['a.dat', 'b.dat']`).
     List(Vec<ParamValue>),
+    /// A tuple of literals (`(1, 2)`, `('a',)`).
+    Tuple(Vec<ParamValue>),
 }
 
 impl ParamValue {
@@ -43,6 +56,13 @@ impl ParamValue {
             Self::List(items) => {
                 let items: Vec<String> = items.iter().map(Self::to_python).collect();
                 format!("[{}]", items.join(", "))
+            }
+            Self::Tuple(items) => {
+                let items: Vec<String> = items.iter().map(Self::to_python).collect();
+                match items.as_slice() {
+                    [one] => format!("({one},)"),
+                    _ => format!("({})", items.join(", ")),
+                }
             }
         }
     }
@@ -108,57 +128,43 @@ impl PhyParams {
     /// UTF-8 or does not parse.
     pub fn read(path: &Path) -> Result<Self> {
         let bytes = read_small_file(path, METADATA_LIMIT)?;
-        let text = String::from_utf8(bytes)
-            .map_err(|_| Error::invalid(path, "the file is not UTF-8 text"))?;
-        Self::parse(&text, path)
+        let text =
+            pyliteral::decode(&bytes, &PARAMS_LIMITS).map_err(|e| located_error(e, "", path))?;
+        Self::parse(text, path)
     }
 
     /// Parses the text of a `params.py` (`path` names it in errors).
     ///
-    /// Each non-blank line that is not a `#` comment must be `name = literal`, the literal a
-    /// string (`'..'`, `".."`, `r'..'`), a number, `True`, `False`, `None` or a one-line list of
-    /// those, optionally followed by a `#` comment: the subset of Python that Kilosort, phy and
-    /// SpikeInterface write. phylib runs the file with `exec`; anything else (imports, names,
-    /// arithmetic) is refused here rather than guessed at.
+    /// The file must be `name = literal` statements (one a line or separated by `;`, with `#`
+    /// comments), each literal a string (`'..'`, `".."`, `r'..'`, with Python's escapes), a
+    /// number, `True`, `False`, `None`, or a list or tuple of those: the subset of Python that
+    /// Kilosort, phy and SpikeInterface write. phylib runs the file with `exec`; anything else
+    /// (imports, names, calls, arithmetic, dicts) is refused here rather than guessed at.
     ///
     /// # Errors
     ///
-    /// [`dspk_io::Error::Invalid`] naming `path` and the line, for a line that is not `name = literal`,
-    /// a repeated name, a missing required name (`dat_path`, `n_channels_dat`, `dtype`,
-    /// `offset`, `sample_rate`) or a value of the wrong type or range.
+    /// [`dspk_io::Error::Invalid`] naming `path`, the line and column and quoting the line,
+    /// for text that is not Python literals or a repeated name;
+    /// [`dspk_io::Error::Unsupported`] likewise for Python beyond literals; `Invalid` for a
+    /// missing required name (`dat_path`, `n_channels_dat`, `dtype`, `offset`, `sample_rate`)
+    /// or a value of the wrong type or range.
     pub fn parse(text: &str, path: &Path) -> Result<Self> {
+        let statements =
+            pyliteral::parse(text, &PARAMS_LIMITS).map_err(|e| located_error(e, text, path))?;
         let mut values = BTreeMap::new();
-        for (index, line) in text.lines().enumerate() {
-            let bad = |why: &str| {
-                Error::invalid(
-                    path,
-                    format!("line {}: {why}: `{}`", index + 1, super::shown(line.trim())),
-                )
-            };
-            let content = line.trim();
-            if content.is_empty() || content.starts_with('#') {
-                continue;
+        for statement in statements {
+            let value =
+                param_value(statement.value, text).map_err(|e| located_error(e, text, path))?;
+            if values.contains_key(&statement.name) {
+                let twice = LiteralError::new(
+                    Problem::Invalid,
+                    text,
+                    statement.pos,
+                    format!("`{}` is set twice", statement.name),
+                );
+                return Err(located_error(twice, text, path));
             }
-            let Some((name, literal)) = content.split_once('=') else {
-                return Err(bad("expected `name = literal`"));
-            };
-            let name = name.trim();
-            if !is_identifier(name) {
-                return Err(bad("expected a Python name before `=`"));
-            }
-            let mut parser = Literal {
-                text: literal.trim(),
-            };
-            let value = parser.value().map_err(|why| bad(&why))?;
-            let rest = parser.text.trim_start();
-            if !(rest.is_empty() || rest.starts_with('#')) {
-                return Err(bad(
-                    "expected only a literal (string, number, True, False, None or a list) after `=`",
-                ));
-            }
-            if values.insert(name.to_string(), value).is_some() {
-                return Err(bad(&format!("`{name}` is set twice")));
-            }
+            values.insert(statement.name, value);
         }
         Self::from_values(values, path)
     }
@@ -414,7 +420,7 @@ const MAX_RAW_CHANNELS: usize = 1 << 16;
 fn all_finite(value: &ParamValue) -> bool {
     match value {
         ParamValue::Float(v) => v.is_finite(),
-        ParamValue::List(items) => items.iter().all(all_finite),
+        ParamValue::List(items) | ParamValue::Tuple(items) => items.iter().all(all_finite),
         _ => true,
     }
 }
@@ -482,146 +488,48 @@ fn escaped_string(text: &str) -> String {
     out
 }
 
-/// A cursor over the literal on the right of `=`.
-struct Literal<'a> {
-    text: &'a str,
-}
-
-impl Literal<'_> {
-    /// Reads one literal, leaving the cursor after it.
-    fn value(&mut self) -> Result<ParamValue, String> {
-        self.text = self.text.trim_start();
-        let first = self
-            .text
-            .chars()
-            .next()
-            .ok_or("expected a literal after `=`")?;
-        match first {
-            '[' => self.list(),
-            '\'' | '"' => self.string(false),
-            'r' | 'R' if self.text[1..].starts_with(['\'', '"']) => {
-                self.text = &self.text[1..];
-                self.string(true)
-            }
-            _ => self.word(),
-        }
-    }
-
-    /// A one-line list `[a, b, ...]` (a trailing comma allowed).
-    fn list(&mut self) -> Result<ParamValue, String> {
-        self.text = &self.text[1..];
-        let mut items = Vec::new();
-        loop {
-            self.text = self.text.trim_start();
-            if let Some(rest) = self.text.strip_prefix(']') {
-                self.text = rest;
-                return Ok(ParamValue::List(items));
-            }
-            items.push(self.value()?);
-            self.text = self.text.trim_start();
-            if let Some(rest) = self.text.strip_prefix(',') {
-                self.text = rest;
-            } else if !self.text.starts_with(']') {
-                return Err("expected `,` or `]` in a list (lists must fit on one line)".into());
-            }
-        }
-    }
-
-    /// A single-quoted or double-quoted string, raw or with Python's escapes.
-    fn string(&mut self, raw: bool) -> Result<ParamValue, String> {
-        let quote = self.text.chars().next().unwrap_or('\'');
-        let body = &self.text[1..];
-        if body.starts_with([quote, quote]) && body[1..].starts_with(quote) {
-            return Err("triple-quoted strings are not supported".into());
-        }
-        let mut out = String::new();
-        let mut chars = body.char_indices();
-        while let Some((i, c)) = chars.next() {
-            if c == quote {
-                self.text = &body[i + 1..];
-                return Ok(ParamValue::Str(out));
-            }
-            if c != '\\' {
-                out.push(c);
-                continue;
-            }
-            let Some((_, next)) = chars.next() else { break };
-            if raw {
-                // A raw string keeps the backslash; it only stops the quote ending the string.
-                out.push('\\');
-                out.push(next);
-                continue;
-            }
-            match next {
-                '\\' | '\'' | '"' => out.push(next),
-                'n' => out.push('\n'),
-                'r' => out.push('\r'),
-                't' => out.push('\t'),
-                '0' => out.push('\0'),
-                // Python keeps unknown escapes (`\d`) as written.
-                _ => {
-                    out.push('\\');
-                    out.push(next);
-                }
-            }
-        }
-        Err("the string is not closed on this line".into())
-    }
-
-    /// `True`, `False`, `None` or a number.
-    fn word(&mut self) -> Result<ParamValue, String> {
-        let end = self
-            .text
-            .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '+' | '-')))
-            .unwrap_or(self.text.len());
-        let word = &self.text[..end];
-        // An exponent sign is part of the number; other signs only lead.
-        let value = match word {
-            "True" => ParamValue::Bool(true),
-            "False" => ParamValue::Bool(false),
-            "None" => ParamValue::None,
-            _ => number(word).ok_or_else(|| {
-                format!(
-                    "`{}` is not a literal (string, number, True, False, None or a list)",
-                    super::shown(word)
-                )
-            })?,
-        };
-        self.text = &self.text[end..];
-        Ok(value)
-    }
-}
-
-/// A Python int or float literal (decimal, `_` separators allowed between digits).
-fn number(word: &str) -> Option<ParamValue> {
-    let (sign, digits) = match word.strip_prefix('-') {
-        Some(rest) => ("-", rest),
-        None => ("", word.strip_prefix('+').unwrap_or(word)),
+/// The error for `params.py` at `path` from a parse error in `text`: its line and column,
+/// and the line quoted.
+fn located_error(error: LiteralError, text: &str, path: &Path) -> Error {
+    let line = error
+        .line()
+        .and_then(|n| text.lines().nth(n.saturating_sub(1)))
+        .map(str::trim)
+        .unwrap_or_default();
+    let message = if line.is_empty() {
+        error.to_string()
+    } else {
+        format!("{error}: `{}`", super::shown(line))
     };
-    if digits.is_empty()
-        || digits.contains("__")
-        || digits.starts_with('_')
-        || digits.ends_with('_')
-    {
-        return None;
-    }
-    let cleaned = format!("{sign}{}", digits.replace('_', ""));
-    let body = &cleaned[sign.len()..];
-    if body.bytes().all(|b| b.is_ascii_digit()) {
-        // Python refuses leading zeros on non-zero ints (`007`).
-        if body.len() > 1 && body.starts_with('0') && body.bytes().any(|b| b != b'0') {
-            return None;
+    error.into_error(path, message)
+}
+
+/// The parameter value of a parsed literal: dicts are refused (phylib's readers take none).
+fn param_value(value: Value, text: &str) -> Result<ParamValue, LiteralError> {
+    let items = |items: Vec<Value>| {
+        items
+            .into_iter()
+            .map(|item| param_value(item, text))
+            .collect::<Result<Vec<_>, _>>()
+    };
+    Ok(match value.kind {
+        PyValue::None => ParamValue::None,
+        PyValue::Bool(flag) => ParamValue::Bool(flag),
+        PyValue::Int(n) => ParamValue::Int(n),
+        PyValue::Float(x) => ParamValue::Float(x),
+        PyValue::Str(s) => ParamValue::Str(s),
+        PyValue::List(list) => ParamValue::List(items(list)?),
+        PyValue::Tuple(tuple) => ParamValue::Tuple(items(tuple)?),
+        PyValue::Dict(_) => {
+            return Err(LiteralError::new(
+                Problem::Unsupported,
+                text,
+                value.pos,
+                "a dict (params.py values are strings, numbers, True, False, None, lists and \
+                 tuples)",
+            ));
         }
-        return cleaned.parse().ok().map(ParamValue::Int);
-    }
-    let float_chars = body
-        .bytes()
-        .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'+' | b'-'));
-    let has_digit = body.bytes().any(|b| b.is_ascii_digit());
-    if !(float_chars && has_digit) || body.starts_with(['e', 'E', '+', '-']) {
-        return None;
-    }
-    cleaned.parse::<f64>().ok().map(ParamValue::Float)
+    })
 }
 
 #[cfg(test)]
@@ -665,28 +573,82 @@ mod tests {
     #[test]
     fn refused() {
         for (line, why) in [
-            ("dat_path = np.zeros(3)", "not a literal"),
-            ("import numpy", "expected `name = literal`"),
-            ("dat_path = 'open", "not closed"),
-            ("dat_path = 'a' + 'b'", "expected only a literal"),
-            ("dat_path = '''a'''", "triple-quoted"),
-            ("dat_path = 007", "not a literal"),
-            ("2x = 1", "Python name"),
+            (
+                "dat_path = np.zeros(3)",
+                "line 5, column 12: the call `np.zeros(...)` is Python code, not a literal",
+            ),
+            (
+                "import numpy",
+                "line 5, column 1: expected `name = literal`, found a Python `import` statement",
+            ),
+            (
+                "dat_path = 'open",
+                "line 5, column 12: the string is never closed",
+            ),
+            (
+                "dat_path = 'a' + 'b'",
+                "line 5, column 16: expected the end of the statement",
+            ),
+            (
+                "dat_path = '''a'''",
+                "line 5, column 12: a triple-quoted string",
+            ),
+            ("dat_path = 007", "line 5, column 12: `007`: leading zeros"),
+            (
+                "2x = 1",
+                "line 5, column 1: expected `name = literal` starting with a Python name",
+            ),
+            ("x = {'a': 1}", "line 5, column 5: a dict"),
+            ("x = [1,\n 2, 3 4]", "line 6, column 7: expected `,` or `]`"),
+            ("True = 1", "line 5, column 1: cannot assign to `True`"),
         ] {
             let error = parse(&format!("{BASE}{line}\n"))
                 .expect_err(line)
                 .to_string();
+            // The line of the error is quoted as well.
+            let last = line.lines().last().unwrap_or_default().trim();
             assert!(
-                error.contains(why) && error.contains("line 5"),
+                error.contains(why) && error.contains(&format!("`{last}`")),
                 "{line}: {error}"
             );
         }
-        let error = parse(BASE).expect_err("no dat_path").to_string();
-        assert!(error.contains("`dat_path` is not set"), "{error}");
-        let error = parse(&format!("{BASE}dat_path = 'a'\noffset = 1\n"))
-            .expect_err("twice")
-            .to_string();
-        assert!(error.contains("`offset` is set twice"), "{error}");
+        let deep = format!("x = {}{}\n", "[".repeat(10_000), "]".repeat(10_000));
+        for (text, why) in [
+            (
+                format!("{BASE}{deep}"),
+                "line 5, column 37: brackets nest deeper than 32",
+            ),
+            (BASE.to_string(), "`dat_path` is not set"),
+            (
+                format!("{BASE}dat_path = 'a'\noffset = 1\n"),
+                "line 6, column 1: `offset` is set twice: `offset = 1`",
+            ),
+        ] {
+            let error = parse(&text).expect_err(why).to_string();
+            assert!(error.contains(why), "{error}");
+        }
+    }
+
+    #[test]
+    fn statements_span_lines_and_tuples_round_trip() {
+        let params = parse(&format!(
+            "{BASE}dat_path = [r'a.dat',\n            'b\\x41.dat',]; pair = (1, 'x')\n\
+             one = (2.5,)\nempty = ()\nwords = 'ab' \"cd\"\n"
+        ))
+        .expect("valid params");
+        assert_eq!(
+            params.dat_path,
+            [PathBuf::from("a.dat"), PathBuf::from("bA.dat")]
+        );
+        assert_eq!(
+            params.other["pair"],
+            ParamValue::Tuple(vec![ParamValue::Int(1), ParamValue::Str("x".into())])
+        );
+        assert_eq!(params.other["one"].to_string(), "(2.5,)");
+        assert_eq!(params.other["empty"].to_string(), "()");
+        assert_eq!(params.other["words"], ParamValue::Str("abcd".into()));
+        let written = params.to_python().expect("writable");
+        assert_eq!(parse(&written).expect("reads back"), params);
     }
 
     #[test]
