@@ -254,3 +254,27 @@ pub fn check_recording_source<S: RecordingSource + ?Sized>(source: &S) {
         }
     }
 }
+
+/// Asserts that `actual` matches the `f64` reference within `tol` times the largest
+/// `|expected|` per value: for `f64` results (filter designs, host linear algebra) whose
+/// small entries carry no relative precision of their own.
+///
+/// # Panics
+///
+/// On a length mismatch or the first value out of tolerance, naming the index, both values,
+/// the difference and the tolerance.
+pub fn assert_close_to_peak(what: &str, actual: &[f64], expected: &[f64], tol: f64) {
+    assert_eq!(actual.len(), expected.len(), "{what}: lengths differ");
+    let peak = expected
+        .iter()
+        .fold(0.0_f64, |m, v| m.max(v.abs()))
+        .max(f64::MIN_POSITIVE);
+    for (index, (&a, &e)) in actual.iter().zip(expected).enumerate() {
+        let difference = (a - e).abs();
+        assert!(
+            difference <= tol * peak,
+            "{what}: index {index}: actual {a:e}, expected {e:e}, difference {difference:e}, \
+             tolerance {tol:e} x peak {peak:e}"
+        );
+    }
+}

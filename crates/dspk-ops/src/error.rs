@@ -54,9 +54,7 @@ pub enum Error {
 
     /// A device array whose buffer or host values are too small for its shape (refused where
     /// the array is made).
-    #[error(
-        "a {element} array of {shape} (channels x samples) needs {expected} {unit}, given {given}"
-    )]
+    #[error("{shape} {element} array (channels x samples) needs {expected} {unit}, given {given}")]
     ArrayShape {
         /// The element type (`"f32"`, or the stored format).
         element: String,
