@@ -423,6 +423,26 @@ impl Stage for SosFilter {
         SosFilter::device_allocations(self)
     }
 
+    /// The block states and the zero-phase intermediate for the longest window.
+    fn reserve(&mut self, client: &Client, channels: usize, max_samples: usize) -> Result<()> {
+        let padlen = self.padlen();
+        let virtual_len = max_samples + 2 * padlen;
+        let blocks = virtual_len.div_ceil(self.block_len);
+        let units = Shape::new(channels, blocks).values("sos filter blocks")?;
+        let states = Shape::new(units, 2 * self.sections.len()).values("sos filter states")?;
+        let intermediate = Shape::new(channels, virtual_len).values("sosfiltfilt intermediate")?;
+        if self.device.is_none() {
+            self.device = Some(self.upload(client));
+        }
+        if let Some(device) = &mut self.device {
+            device.states.get(client, states);
+            if padlen > 0 {
+                device.intermediate.get(client, intermediate);
+            }
+        }
+        Ok(())
+    }
+
     fn apply(&mut self, client: &Client, input: &DeviceArray, output: &DeviceArray) -> Result<()> {
         if self.decimation != 1 {
             return Err(Error::InvalidParameter {

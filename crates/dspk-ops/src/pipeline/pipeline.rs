@@ -83,15 +83,19 @@ impl Pipeline {
         self.stages.iter().map(|s| s.settling()).sum()
     }
 
-    /// Allocates the two ping-pong buffers for windows of up to `channels * max_samples`
-    /// values now, rather than on the first [`run`](Self::run) (so the device memory a
+    /// Allocates the two ping-pong buffers and every stage's scratch for windows of up to
+    /// `channels x max_samples` now, rather than on the first [`run`](Self::run) (so the device memory a
     /// workspace needs is claimed up front).
     ///
     /// # Errors
     ///
     /// [`Error::OverLimit`] over 32-bit indexing.
     pub fn reserve(&mut self, client: &Client, channels: usize, max_samples: usize) -> Result<()> {
-        self.ping_pong(client, channels, max_samples).map(|_| ())
+        self.ping_pong(client, channels, max_samples)?;
+        for stage in &mut self.stages {
+            stage.reserve(client, channels, max_samples)?;
+        }
+        Ok(())
     }
 
     /// The two ping-pong buffers as `channels x samples` arrays, (re)allocated when they hold

@@ -25,6 +25,18 @@ pub trait Stage: Send {
         0
     }
 
+    /// Allocates the scratch buffers the stage needs for windows of up to `channels x
+    /// max_samples` now, so later windows of any length up to that allocate nothing. Stages
+    /// without scratch keep the default, which does nothing.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::OverLimit`](crate::Error::OverLimit) over 32-bit indexing.
+    fn reserve(&mut self, client: &Client, channels: usize, max_samples: usize) -> Result<()> {
+        let _ = (client, channels, max_samples);
+        Ok(())
+    }
+
     /// Applies the stage: `output` has `input`'s shape and a distinct buffer (the
     /// [`Pipeline`](crate::Pipeline) makes them so). Scratch buffers a stage needs are
     /// allocated on first use and kept, so steady-state windows allocate nothing on the device.
