@@ -212,7 +212,7 @@ fn upload<T: dspk_core::WindowElement>(
     process: impl FnOnce(cubecl::bytes::Bytes, usize) -> Result<crate::DeviceArray>,
 ) -> Result<DeviceWindow> {
     let window = loaded.window().clone();
-    *uploaded += (loaded.data().len() * size_of::<T>()) as u64;
+    *uploaded += size_of_val(loaded.data()) as u64;
     let array = process(loaded.into_upload(), window.read_len())?;
     DeviceWindow::new(array, window)
 }

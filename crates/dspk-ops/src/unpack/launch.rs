@@ -22,7 +22,7 @@ use crate::{ChannelVector, DeviceArray, Result, StoredArray};
 ///
 /// # Errors
 ///
-/// [`Error::ShapeMismatch`] when `out`'s shape differs from `stored`'s, or `gains` or
+/// [`Error::ShapeMismatch`](crate::Error::ShapeMismatch) when `out`'s shape differs from `stored`'s, or `gains` or
 /// `offsets` do not hold one value per channel.
 pub fn unpack_scaled(
     client: &Client,
