@@ -95,7 +95,14 @@ fn positions(channels: usize) -> Vec<(f64, f64)> {
         .collect()
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> std::process::ExitCode {
+    // SAFETY: first in main, no other thread yet.
+    unsafe { dspk_examples::quiet_vulkan_device_select() };
+    dspk_examples::finish(run())
+}
+
+/// Runs the benchmark with the command-line arguments.
+fn run() -> Result<(), Box<dyn std::error::Error>> {
     let args = parse_args();
     let (channels, samples) = (args.channels, args.samples);
     let target = ComputeTarget::from_env()?;

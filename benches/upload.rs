@@ -161,7 +161,14 @@ fn median_ms(mut times: Vec<f64>) -> f64 {
     times[times.len() / 2] * 1e3
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> std::process::ExitCode {
+    // SAFETY: first in main, no other thread yet.
+    unsafe { dspk_examples::quiet_vulkan_device_select() };
+    dspk_examples::finish(run())
+}
+
+/// Runs the benchmark with the command-line arguments.
+fn run() -> Result<(), Box<dyn std::error::Error>> {
     let args = parse_args();
     let target = ComputeTarget::from_env()?;
     let client = target.client()?;

@@ -25,7 +25,14 @@
 //! only they are downloaded. Windows overlap by the pipeline's settling length, so the result
 //! is the same as processing the recording whole. Detections on neighbouring channels within
 //! 0.5 ms are merged into events; an event matches a true spike within 0.4 ms and 60 um.
+//!
+//! The recording is held in memory, so the arguments are checked first: a duration whose
+//! sample count overflows, or a recording (with its true spikes) larger than the memory
+//! available (`MemAvailable` on Linux, a fixed 16 GB elsewhere), is refused with a message
+//! before anything is allocated. Errors print their message and causes on stderr and exit
+//! with status 1.
 
+use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -37,9 +44,13 @@ use dspk::ops::{
 };
 use dspk::synapse::groundtruth::{GroundTruthConfig, GroundTruthRecording, TrueSpike};
 use dspk::{ChunkSchedule, ComputeTarget, MemoryRecording, RecordingSource, WindowLoader};
-use dspk_examples::{human_bytes, human_rate, progress_bar};
+use dspk_examples::{
+    MemoryLimit, Refusal, checked_product, finish, human_bytes, human_rate, progress_bar,
+};
 
 const RATE_HZ: u64 = 30_000;
+/// Every unit's mean firing rate, Hz.
+const FIRING_RATE_HZ: u64 = 8;
 /// Samples per window: 1 s.
 const WINDOW: u64 = 30_000;
 /// Detection threshold in units of each channel's MAD noise.
@@ -57,10 +68,20 @@ struct Args {
     seconds: u64,
     channels: usize,
     units: usize,
+    /// `seconds` at [`RATE_HZ`].
+    num_samples: u64,
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> ExitCode {
+    // SAFETY: first in main, no other thread yet.
+    unsafe { dspk_examples::quiet_vulkan_device_select() };
+    finish(run())
+}
+
+/// Runs the detection the arguments ask for and prints its accuracy and speed.
+fn run() -> Result<(), Box<dyn std::error::Error>> {
     let args = parse_args()?;
+    check_limits(&args, MemoryLimit::of_this_machine())?;
     let target = ComputeTarget::from_env()?;
     let client = target.client()?;
     println!(
@@ -71,10 +92,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let made = Instant::now();
     let truth = GroundTruthRecording::generate(&GroundTruthConfig {
         channels: args.channels,
-        num_samples: args.seconds * RATE_HZ,
+        num_samples: args.num_samples,
         sample_rate_hz: RATE_HZ,
         units: args.units,
-        firing_rate_hz: [8.0, 8.0],
+        firing_rate_hz: [FIRING_RATE_HZ as f64; 2],
         amplitude_uv: [84.0, 180.0],
         seed: 2026,
         ..GroundTruthConfig::default()
@@ -272,12 +293,39 @@ fn distance(positions: &[(f64, f64)], a: usize, b: usize) -> f64 {
     (positions[a].0 - positions[b].0).hypot(positions[a].1 - positions[b].1)
 }
 
-/// `--seconds N` (default 10), `--channels N` (default 64), `--units N` (default 24).
-fn parse_args() -> Result<Args, String> {
+/// Refuses arguments whose recording would not fit in `limit`: the int16 samples held in
+/// memory (channels x samples x 2 bytes) plus the true spikes (each unit at
+/// [`FIRING_RATE_HZ`]), every size computed checked.
+fn check_limits(args: &Args, limit: MemoryLimit) -> Result<(), Refusal> {
+    let what = format!(
+        "--channels {} --seconds {}: the recording in memory ({} channels x {} samples of \
+         int16) with its true spikes",
+        args.channels, args.seconds, args.channels, args.num_samples
+    );
+    let samples = checked_product(&what, &[args.channels as u64, args.num_samples, 2])?;
+    let spikes = checked_product(
+        &what,
+        &[
+            args.units as u64,
+            args.seconds,
+            FIRING_RATE_HZ,
+            size_of::<TrueSpike>() as u64,
+        ],
+    )?;
+    let needed = samples
+        .checked_add(spikes)
+        .ok_or_else(|| Refusal::Overflow { what: what.clone() })?;
+    limit.check(&what, needed)
+}
+
+/// `--seconds N` (default 10), `--channels N` (default 64), `--units N` (default 24); the
+/// sample count is computed checked.
+fn parse_args() -> Result<Args, Box<dyn std::error::Error>> {
     let mut args = Args {
         seconds: 10,
         channels: 64,
         units: 24,
+        num_samples: 0,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -298,8 +346,15 @@ fn parse_args() -> Result<Args, String> {
                 );
                 std::process::exit(0);
             }
-            other => return Err(format!("unknown argument `{other}` (try --help)")),
+            other => return Err(format!("unknown argument `{other}` (try --help)").into()),
         }
     }
+    args.num_samples = checked_product(
+        &format!(
+            "the sample count of --seconds {} at {RATE_HZ} Hz",
+            args.seconds
+        ),
+        &[args.seconds, RATE_HZ],
+    )?;
     Ok(args)
 }

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! cargo run --release --example inspect -- PATH [--header-only]
-//! cargo run --release --example inspect -- ../shared/fixtures/openephys/2024-05-01_12-00-00
+//! cargo run --release --example inspect -- tests/fixtures/openephys/2024-05-01_12-00-00
 //! ```
 //!
 //! PATH is what a user would point at: a SpikeGLX `.bin`/`.meta`, an mtscomp `.cbin`, an Open
@@ -11,18 +11,27 @@
 //! store. The format is picked from the path and metadata only (`dspk::open`). Unless
 //! `--header-only` is given, the whole recording is then read in one-second windows of scaled
 //! values (a progress bar on a terminal), and each channel's range and any non-finite values
-//! are printed with the read speed.
+//! are printed with the read speed. A recording without samples is an error (exit status 1),
+//! as is any error opening or reading it: its message and causes are printed on stderr.
 
 use std::path::PathBuf;
+use std::process::ExitCode;
 use std::time::Instant;
 
 use dspk::RecordingSource;
-use dspk_examples::{human_bytes, human_rate, progress_bar};
+use dspk_examples::{
+    describe_scaling, finish, human_bytes, human_rate, progress_bar, require_samples,
+};
 
 /// Channels listed one by one; more are summarised.
 const LISTED: usize = 8;
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> ExitCode {
+    finish(run())
+}
+
+/// Parses the arguments, opens the recording, prints what it holds and reads it through.
+fn run() -> Result<(), Box<dyn std::error::Error>> {
     let mut path = None;
     let mut header_only = false;
     for arg in std::env::args().skip(1) {
@@ -59,8 +68,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     for (index, channel) in info.channels.iter().enumerate().take(LISTED) {
         println!(
-            "  {index:>4} {:<16} value = stored x {:e} + {:e} {}",
-            channel.name, channel.gain, channel.offset, channel.unit
+            "  {index:>4} {:<16} {}",
+            channel.name,
+            describe_scaling(channel.gain, channel.offset, &channel.unit)
         );
     }
     if info.num_channels() > LISTED {
@@ -69,6 +79,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if !info.metadata.is_empty() {
         println!("metadata:  {} entries", info.metadata.len());
     }
+    require_samples(info)?;
     if header_only {
         return Ok(());
     }
@@ -108,7 +119,7 @@ fn read_through(recording: &dyn RecordingSource) -> Result<(), Box<dyn std::erro
     bar.finish_and_clear();
     let seconds = started.elapsed().as_secs_f64();
     let stored_bytes =
-        (info.num_samples * channels.len() as u64) as f64 * info.stored_format.size() as f64;
+        info.num_samples as f64 * channels.len() as f64 * info.stored_format.size() as f64;
     println!(
         "read:      {windows} windows, {} stored in {seconds:.3} s ({})",
         human_bytes(stored_bytes),

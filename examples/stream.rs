@@ -11,8 +11,10 @@
 //! size of f32), moved into the upload without a copy (from page-locked buffers on CUDA), into
 //! a `PipelineWorkspace` whose device buffers are allocated once; a kernel unpacks and scales
 //! them to f32 microvolts on the device. At the end the last window is read back and compared
-//! with the source's own scaled values.
+//! with the source's own scaled values. Errors print their message and causes on stderr and
+//! exit with status 1.
 
+use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -20,21 +22,30 @@ use dspk::ops::PipelineWorkspace;
 use dspk::{
     ChunkSchedule, ComputeTarget, RecordingSource, SampleRate, SyntheticRecording, WindowLoader,
 };
-use dspk_examples::{human_bytes, human_rate, progress_bar};
+use dspk_examples::{checked_product, finish, human_bytes, human_rate, progress_bar};
 
 const CHANNELS: usize = 384;
 const RATE_HZ: u64 = 30_000;
 /// Samples per window: 2 s at 30 kHz, 46 MB of int16 for 384 channels.
 const WINDOW: u64 = 60_000;
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() -> ExitCode {
+    // SAFETY: first in main, no other thread yet.
+    unsafe { dspk_examples::quiet_vulkan_device_select() };
+    finish(run())
+}
+
+/// Streams the recording the arguments ask for and prints what crossed.
+fn run() -> Result<(), Box<dyn std::error::Error>> {
     let seconds = parse_seconds()?;
+    let num_samples = checked_product(
+        &format!("the sample count of --seconds {seconds} at {RATE_HZ} Hz"),
+        &[seconds, RATE_HZ],
+    )?;
     let target = ComputeTarget::from_env()?;
     let client = target.client()?;
     let properties = client.properties();
     println!("runtime: {target} on {}", properties.identity.name);
-
-    let num_samples = seconds * RATE_HZ;
     let source = Arc::new(SyntheticRecording::new(
         CHANNELS,
         num_samples,

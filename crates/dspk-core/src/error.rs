@@ -76,6 +76,17 @@ pub enum Error {
         cause: std::sync::Arc<dyn std::error::Error + Send + Sync>,
     },
 
+    /// A recording has no samples, and the caller needs some (a sorter, a statistic, a
+    /// window schedule over the recording). Opening an empty recording is not an error; a
+    /// consumer that needs samples returns this.
+    #[error("{name} has no samples (an empty recording): {needed}")]
+    EmptyRecording {
+        /// The recording (its path, or a name).
+        name: String,
+        /// What needed samples (`"a sort needs at least one window"`).
+        needed: String,
+    },
+
     /// A recording was built from values that disagree with each other or make no sense.
     #[error("invalid recording: {0}")]
     InvalidRecording(String),

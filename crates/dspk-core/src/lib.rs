@@ -10,6 +10,7 @@
 //!   halos for context and an owner-only rule so events are never reported twice.
 //! - [`WindowLoader`] reads window i+1 on a background thread while the caller works on
 //!   window i, with exactly two buffers circulating.
+//! - [`rng::SplitMix64`] is the seeded generator of synthetic data and tests.
 //! - [`ComputeTarget`] picks a CubeCL runtime (`DSPK_RUNTIME=wgpu|cuda|hip|cpu`) among those
 //!   compiled in and opens its client.
 //!
@@ -30,8 +31,10 @@ mod loader;
 mod memory;
 mod pinned;
 mod recording;
+pub mod rng;
 mod sample;
 mod time;
+mod units;
 mod window;
 
 #[cfg(feature = "test-util")]
@@ -44,6 +47,7 @@ pub use memory::{MemoryRecording, SyntheticRecording};
 pub use recording::{ChannelInfo, ReadRequest, RecordingInfo, RecordingSource, ScaledOnly};
 pub use sample::{SampleFormat, StoredSample, scale};
 pub use time::{RationalTime, SampleRate};
+pub use units::{format_bytes, format_count};
 pub use window::{ChunkSchedule, HaloWindow};
 
 /// CubeCL, as dspk uses it (so dependents name one version).

@@ -271,9 +271,9 @@ impl<T: WindowElement> WindowLoader<T> {
             .ok_or_else(|| Error::TooLarge {
                 what: "window buffer",
                 detail: format!(
-                    "{} channels x {} samples",
-                    channels.len(),
-                    schedule.max_read_len()
+                    "{} x {}",
+                    crate::format_count(channels.len() as u64, "channels"),
+                    crate::format_count(schedule.max_read_len(), "samples")
                 ),
             })?;
 

@@ -1,6 +1,7 @@
 //! Recordings held in memory, and a procedural one for examples and tests.
 
 use crate::recording::{ReadRequest, RecordingInfo, RecordingSource};
+use crate::rng::SplitMix64;
 use crate::sample::{StoredSample, scale};
 use crate::{ChannelInfo, Error, Result, SampleFormat, SampleRate};
 
@@ -166,18 +167,10 @@ impl SyntheticRecording {
         let step = (channel % 61 + 1) as u64;
         let phase = (sample.wrapping_mul(step) as usize) & (PERIOD - 1);
         let tone = self.tone[phase];
-        let hash = splitmix64(self.seed ^ ((channel as u64) << 40) ^ sample);
+        let hash = SplitMix64::at(self.seed ^ ((channel as u64) << 40) ^ sample, 0);
         let noise = ((hash >> 53) as i64 - 512) as f64; // uniform in [-512, 512)
         (tone + noise).round() as i16
     }
-}
-
-/// The `SplitMix64` finaliser: a fast, well-mixed 64-bit hash.
-pub(crate) const fn splitmix64(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 impl SyntheticRecording {

@@ -1,9 +1,8 @@
 //! Page-locking window buffers so uploads run at bus speed (CUDA only for now).
 //!
-//! A copy from ordinary (pageable) host memory to a GPU goes through a driver bounce buffer at
-//! a fraction of the bus speed (6-8 GB/s against 55 GB/s measured on an H200 with `PCIe` 5).
-//! The window loader's two buffers are allocated once and recycled, so page-locking them once
-//! (`cuMemHostRegister`) makes every later upload from them a direct DMA.
+//! The window loader's two buffers are allocated once and recycled; page-locking them once
+//! (`cuMemHostRegister`) makes every later upload from them a direct DMA instead of a copy
+//! through a driver bounce buffer (figures: `docs/decisions/0003-page-locked-window-buffers.md`).
 
 /// Page-locks `len` bytes at `ptr` for the CUDA runtime; `false` if this build has no CUDA or
 /// the driver refused (the buffer then stays pageable, which is slower but correct).

@@ -147,9 +147,9 @@ impl<'a> ReadRequest<'a> {
         let too_large = || Error::TooLarge {
             what: "read request",
             detail: format!(
-                "{} channels x {} samples does not fit in memory addresses",
-                channels.len(),
-                samples.end - samples.start
+                "{} x {} does not fit in memory addresses",
+                crate::format_count(channels.len() as u64, "channels"),
+                crate::format_count(samples.end - samples.start, "samples")
             ),
         };
         let len = usize::try_from(samples.end - samples.start).map_err(|_| too_large())?;

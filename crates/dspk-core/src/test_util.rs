@@ -3,7 +3,8 @@
 //! - [`for_each_runtime`] runs one test body on every runtime compiled into the test binary,
 //!   narrowed by `DSPK_TEST_RUNTIMES` (comma-separated names; an unknown or missing name fails);
 //! - [`check_recording_source`] is the conformance suite every [`RecordingSource`] runs;
-//! - [`Rng`] gives seeded random inputs; [`assert_close`] compares against an `f64` reference.
+//! - [`Rng`] gives seeded random inputs; [`assert_close`] and [`assert_close_f64`] compare
+//!   against an `f64` reference.
 
 use cubecl::client::Client;
 
@@ -72,63 +73,18 @@ pub fn for_each_runtime(mut body: impl FnMut(ComputeTarget, &Client)) {
     }
 }
 
-/// A small seeded random generator (`SplitMix64`) for reproducible test inputs.
-#[derive(Debug, Clone)]
-pub struct Rng(u64);
+/// The seeded generator tests draw their inputs from: [`SplitMix64`](crate::rng::SplitMix64).
+pub use crate::rng::SplitMix64 as Rng;
 
-impl Rng {
-    /// A generator from `seed`.
-    #[must_use]
-    pub fn new(seed: u64) -> Self {
-        Self(seed)
-    }
-
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        let bits = crate::memory::splitmix64(self.0);
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        bits
-    }
-
-    /// Uniform in `[0, 1)`.
-    pub fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    /// Uniform in `[low, high)`.
-    pub fn uniform(&mut self, low: f64, high: f64) -> f64 {
-        low + (high - low) * self.unit()
-    }
-
-    /// Uniform in `[0, n)`.
-    ///
-    /// # Panics
-    ///
-    /// If `n` is zero.
-    pub fn below(&mut self, n: u64) -> u64 {
-        assert!(n > 0, "below(0)");
-        self.next_u64() % n
-    }
-}
-
-/// Asserts that `actual` matches the `f64` reference within `abs + rel * |expected|` per value.
-/// A NaN never passes (not even against a NaN reference: tests use finite references).
+/// Asserts that `actual` matches the `f64` reference within `abs + rel * |expected|` per value,
+/// as [`assert_close_f64`] on the values widened to `f64`.
 ///
 /// # Panics
 ///
-/// On a length mismatch or the first value out of tolerance, naming the index, both values,
-/// the difference and the tolerance.
+/// As [`assert_close_f64`].
 pub fn assert_close(what: &str, actual: &[f32], expected: &[f64], abs: f64, rel: f64) {
-    assert_eq!(actual.len(), expected.len(), "{what}: lengths differ");
-    for (index, (&a, &e)) in actual.iter().zip(expected).enumerate() {
-        let tolerance = abs + rel * e.abs();
-        let difference = (f64::from(a) - e).abs();
-        assert!(
-            difference <= tolerance,
-            "{what}: index {index}: actual {a}, expected {e}, difference {difference:e}, \
-             tolerance {tolerance:e}"
-        );
-    }
+    let actual: Vec<f64> = actual.iter().map(|&a| f64::from(a)).collect();
+    assert_close_f64(what, &actual, expected, abs, rel);
 }
 
 /// The conformance suite for a [`RecordingSource`]: argument checks, `read` against
@@ -252,6 +208,26 @@ pub fn check_recording_source<S: RecordingSource + ?Sized>(source: &S) {
                 "one-channel read differs from multi-channel read"
             );
         }
+    }
+}
+
+/// Asserts that `actual` matches the reference `expected` within `abs + rel * |expected|` per
+/// value. A NaN never passes (not even against a NaN reference: tests use finite references).
+///
+/// # Panics
+///
+/// On a length mismatch or the first value out of tolerance, naming the index, both values,
+/// the difference and the tolerance.
+pub fn assert_close_f64(what: &str, actual: &[f64], expected: &[f64], abs: f64, rel: f64) {
+    assert_eq!(actual.len(), expected.len(), "{what}: lengths differ");
+    for (index, (&a, &e)) in actual.iter().zip(expected).enumerate() {
+        let tolerance = abs + rel * e.abs();
+        let difference = (a - e).abs();
+        assert!(
+            difference <= tolerance,
+            "{what}: index {index}: actual {a}, expected {e}, difference {difference:e}, \
+             tolerance {tolerance:e}"
+        );
     }
 }
 

@@ -35,7 +35,11 @@ impl ChunkSchedule {
         }
         let len = usize::try_from(num_samples.div_ceil(window)).map_err(|_| Error::TooLarge {
             what: "window schedule",
-            detail: format!("{num_samples} samples in windows of {window}"),
+            detail: format!(
+                "{} in windows of {}",
+                crate::format_count(num_samples, "samples"),
+                crate::format_count(window, "samples")
+            ),
         })?;
         Ok(Self {
             num_samples,

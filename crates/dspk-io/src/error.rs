@@ -57,7 +57,12 @@ pub enum Error {
     },
 
     /// A size in the metadata is larger than this reader accepts or this machine can address.
-    #[error("{}: {what} is too large: {size} bytes (limit {limit})", path.display())]
+    #[error(
+        "{}: {what} is too large: {} (limit {})",
+        path.display(),
+        dspk_core::format_bytes(*size),
+        dspk_core::format_bytes(*limit)
+    )]
     TooLarge {
         /// The file.
         path: PathBuf,
@@ -75,6 +80,46 @@ pub enum Error {
         /// The container or store.
         path: PathBuf,
         /// What was looked for.
+        what: String,
+    },
+
+    /// A Zarr chunk that the array's shape covers is not in the store (deleted, never
+    /// written, or a shape larger than the data); read as the fill value only on request
+    /// ([`MissingChunks::FillValue`](crate::MissingChunks::FillValue)).
+    #[error(
+        "{}: chunk `{key}` of `{array}` (samples {}..{}) is missing, though the shape {shape:?} \
+         covers it; open with `MissingChunks::FillValue` to read missing chunks as the fill value",
+        path.display(),
+        samples.start,
+        samples.end
+    )]
+    MissingChunk {
+        /// The store.
+        path: PathBuf,
+        /// The chunk's key in the store (`traces_seg0/c/1/0`, `traces_seg0/1.0`).
+        key: String,
+        /// The array (`traces_seg0`).
+        array: String,
+        /// The samples (first dimension) the chunk covers.
+        samples: std::ops::Range<u64>,
+        /// The array's declared shape.
+        shape: Vec<u64>,
+    },
+
+    /// The path does not exist (nothing to detect or open).
+    #[error("{}: no such file or folder", path.display())]
+    NotFound {
+        /// The path given.
+        path: PathBuf,
+    },
+
+    /// The file is valid but uses a version or feature this reader does not support (an
+    /// unknown probe type, a format version, a codec).
+    #[error("{}: unsupported: {what}", path.display())]
+    Unsupported {
+        /// The file.
+        path: PathBuf,
+        /// What is not supported.
         what: String,
     },
 
@@ -114,8 +159,8 @@ pub enum Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
-    /// An [`Error::Io`] for `path`.
-    pub(crate) fn io(path: &Path, operation: impl Into<String>, source: std::io::Error) -> Self {
+    /// An [`Error::Io`] for `path`: `operation` (`"open"`, `"list the folder"`) failed.
+    pub fn io(path: &Path, operation: impl Into<String>, source: std::io::Error) -> Self {
         Self::Io {
             path: path.to_path_buf(),
             operation: operation.into(),
@@ -123,16 +168,16 @@ impl Error {
         }
     }
 
-    /// An [`Error::Invalid`] for `path`.
-    pub(crate) fn invalid(path: &Path, problem: impl Into<String>) -> Self {
+    /// An [`Error::Invalid`] for `path`: its metadata says `problem`.
+    pub fn invalid(path: &Path, problem: impl Into<String>) -> Self {
         Self::Invalid {
             path: path.to_path_buf(),
             problem: problem.into(),
         }
     }
 
-    /// An [`Error::Library`] for `path`.
-    pub(crate) fn library(
+    /// An [`Error::Library`] for `path`: a library failed while doing `context`.
+    pub fn library(
         path: &Path,
         context: impl Into<String>,
         source: impl std::error::Error + Send + Sync + 'static,
@@ -144,11 +189,27 @@ impl Error {
         }
     }
 
-    /// An [`Error::Core`] for `path`.
-    pub(crate) fn core(path: &Path, source: dspk_core::Error) -> Self {
+    /// An [`Error::Core`] for `path`: `dspk-core` refused the values read from it.
+    pub fn core(path: &Path, source: dspk_core::Error) -> Self {
         Self::Core {
             path: path.to_path_buf(),
             source,
+        }
+    }
+
+    /// An [`Error::Missing`] for `path`: `what` is not in it (or not beside it).
+    pub fn missing(path: &Path, what: impl Into<String>) -> Self {
+        Self::Missing {
+            path: path.to_path_buf(),
+            what: what.into(),
+        }
+    }
+
+    /// An [`Error::Unsupported`] for `path`: it uses `what`, which this reader does not read.
+    pub fn unsupported(path: &Path, what: impl Into<String>) -> Self {
+        Self::Unsupported {
+            path: path.to_path_buf(),
+            what: what.into(),
         }
     }
 
@@ -162,6 +223,9 @@ impl Error {
             | Self::Truncated { path, .. }
             | Self::TooLarge { path, .. }
             | Self::Missing { path, .. }
+            | Self::NotFound { path }
+            | Self::MissingChunk { path, .. }
+            | Self::Unsupported { path, .. }
             | Self::UnknownFormat { path, .. }
             | Self::Library { path, .. }
             | Self::Core { path, .. } => path,

@@ -15,17 +15,21 @@ pub struct DataFile {
 }
 
 impl DataFile {
-    /// Opens `path` and records its length.
+    /// Opens `path` and records its length. An empty file opens (length 0).
     ///
     /// # Errors
     ///
-    /// [`Error::Io`] if the file cannot be opened or its metadata read.
+    /// [`Error::Io`] if the file cannot be opened or its metadata read; [`Error::Invalid`] if
+    /// `path` is a folder (a folder opens on some systems and reports a length).
     pub fn open(path: &Path) -> Result<Self> {
         let file = File::open(path).map_err(|e| Error::io(path, "open", e))?;
-        let len = file
+        let metadata = file
             .metadata()
-            .map_err(|e| Error::io(path, "read metadata", e))?
-            .len();
+            .map_err(|e| Error::io(path, "read metadata", e))?;
+        if metadata.is_dir() {
+            return Err(Error::invalid(path, "is a folder, expected a data file"));
+        }
+        let len = metadata.len();
         Ok(Self {
             file,
             path: path.to_path_buf(),
@@ -119,6 +123,31 @@ pub fn read_small_file(path: &Path, limit: u64) -> Result<Vec<u8>> {
         .read_to_end(&mut bytes)
         .map_err(|e| Error::io(path, "read", e))?;
     Ok(bytes)
+}
+
+/// Checks that `path` exists and can be read (a folder listed, a file opened), so a missing
+/// or forbidden path is reported as such rather than as a file or format that does not fit.
+///
+/// # Errors
+///
+/// [`Error::NotFound`] if `path` does not exist; [`Error::Io`] with the system's reason
+/// (permission denied, not a directory) if it cannot be read.
+pub fn check_readable(path: &Path) -> Result<()> {
+    let metadata = match std::fs::metadata(path) {
+        Ok(metadata) => metadata,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(Error::NotFound {
+                path: path.to_path_buf(),
+            });
+        }
+        Err(e) => return Err(Error::io(path, "read metadata", e)),
+    };
+    if metadata.is_dir() {
+        std::fs::read_dir(path).map_err(|e| Error::io(path, "list the folder", e))?;
+    } else {
+        File::open(path).map_err(|e| Error::io(path, "open", e))?;
+    }
+    Ok(())
 }
 
 /// The largest metadata file read whole (sidecars, `binary.json`): 16 MiB.

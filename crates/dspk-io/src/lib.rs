@@ -13,8 +13,9 @@
 //! - [`NpyArray`], [`NpyHeader`], [`NpzArchive`]: `.npy`/`.npz` containers with run-time dtypes,
 //!   C and Fortran order, both byte orders, zip64; [`open_npy_recording`] reads a 2-D array as
 //!   a recording.
-//! - [`open`] picks the format of a path from the path and metadata files only, among the
-//!   [`Format`]s of a [`Registry`]; other crates add theirs with [`Registry::register`].
+//! - [`open`] picks the format of a path from the path and metadata files only, among this
+//!   crate's [`Format`]s; a [`Registry`] holds an explicit list, to which other crates add
+//!   theirs with [`Registry::register`] (no global state).
 //!
 //! Files are untrusted: a size from a header or a sidecar is checked against the file's length
 //! (or a stated limit) before anything is allocated, and every failure is an [`Error`] that
@@ -34,11 +35,14 @@ mod zarr;
 pub use cache::{CacheStats, ChunkCache, ChunkKey};
 pub use dtype::{ByteOrder, Dtype, ElementKind};
 pub use error::{Error, Result};
-pub use file::{DataFile, METADATA_LIMIT, read_small_file};
+pub use file::{DataFile, METADATA_LIMIT, check_readable, read_small_file};
 pub use npy::{NPY_MAGIC, NpyArray, NpyHeader, NpzArchive, open_npy_recording};
 pub use raw::{
     RawRecording, RawSidecar, RawSpec, RawWriteOptions, SI_BINARY_JSON, SIDECAR_FORMAT,
     SampleOrder, SiBinaryMeta, sidecar_path, write_raw,
 };
-pub use registry::{Detection, Format, Registry, configure, open, register};
-pub use zarr::{ZarrOptions, ZarrRecording, ZarrWriteOptions, write_zarr};
+pub use registry::{Detection, Format, Registry, open};
+pub use zarr::{
+    MAX_ZARR_SAMPLES, MissingChunks, ZarrOptions, ZarrRecording, ZarrWriteOptions,
+    check_zarr_extent, retrieve_zarr_chunk, write_zarr,
+};

@@ -1,11 +1,10 @@
 //! Format detection: which reader opens a path, decided from the path and metadata files only.
 
 use std::path::Path;
-use std::sync::{PoisonError, RwLock};
 
 use dspk_core::RecordingSource;
 
-use crate::file::{METADATA_LIMIT, read_small_file};
+use crate::file::{METADATA_LIMIT, check_readable, read_small_file};
 use crate::raw::{RawRecording, SI_BINARY_JSON, SIDECAR_FORMAT, is_json, sidecar_path};
 use crate::zarr::ZarrRecording;
 use crate::{Error, Result};
@@ -24,7 +23,7 @@ pub enum Detection {
 /// A recording format: a name, a detector and an opener.
 ///
 /// `detect` must decide from the path and small metadata files only, never by reading samples.
-/// Crates with more formats implement this and add them with [`register`] (for [`open`]) or
+/// Crates with more formats implement this and add them to a registry with
 /// [`Registry::register`].
 pub trait Format: Send + Sync {
     /// A short name, listed when no format recognises a path (e.g. `"zarr"`).
@@ -53,13 +52,14 @@ impl std::fmt::Debug for Registry {
 }
 
 impl Default for Registry {
-    /// The built-in formats: `dspk-raw`, `spikeinterface-binary`, `zarr`.
+    /// The built-in formats: `dspk-raw`, `spikeinterface-binary`, `zarr`, `npy`.
     fn default() -> Self {
         Self {
             formats: vec![
                 Box::new(DspkRaw),
                 Box::new(SpikeInterfaceBinary),
                 Box::new(Zarr),
+                Box::new(Npy),
             ],
         }
     }
@@ -103,10 +103,13 @@ impl Registry {
     ///
     /// # Errors
     ///
+    /// [`Error::NotFound`] if `path` does not exist; [`Error::Io`] if it cannot be read (a
+    /// folder that cannot be listed, a file that cannot be opened: permission denied);
     /// [`Error::UnknownFormat`], listing the formats, if none recognises the path; otherwise
     /// what the format's reader reports.
     pub fn open(&self, path: impl AsRef<Path>) -> Result<Box<dyn RecordingSource>> {
         let path = path.as_ref();
+        check_readable(path)?;
         match self.detect(path) {
             Some(format) => format.open(path),
             None => Err(Error::UnknownFormat {
@@ -117,36 +120,16 @@ impl Registry {
     }
 }
 
-/// The registry [`open`] uses: the built-in formats plus those added with [`register`].
-static GLOBAL: RwLock<Option<Registry>> = RwLock::new(None);
-
-/// Adds a format to the registry that [`open`] uses (e.g. a neural format from another crate).
-pub fn register(format: impl Format + 'static) {
-    configure(|registry| {
-        registry.register(format);
-    });
-}
-
-/// Changes the registry that [`open`] uses (built-in formats first), e.g. with a function that
-/// adds a crate's formats: `dspk_io::configure(dspk_synapse::register_formats)`.
-pub fn configure(change: impl FnOnce(&mut Registry)) {
-    let mut global = GLOBAL.write().unwrap_or_else(PoisonError::into_inner);
-    change(global.get_or_insert_with(Registry::default));
-}
-
-/// Opens a recording, picking its format from the path and metadata files only, among the
-/// built-in formats and those added with [`register`].
+/// Opens a recording in one of `dspk-io`'s own formats (`dspk-raw`, `spikeinterface-binary`,
+/// `zarr`, and `npy`, which explains that a `.npy` needs a rate), picking it from the path and
+/// metadata files only: [`Registry::default`]`.open(path)`. For more formats, build a
+/// [`Registry`] and add them (`dspk_synapse::open` does so with the neural formats).
 ///
 /// # Errors
 ///
-/// [`Error::UnknownFormat`] listing the formats if none recognises `path`; otherwise what the
-/// reader reports.
+/// As [`Registry::open`].
 pub fn open(path: impl AsRef<Path>) -> Result<Box<dyn RecordingSource>> {
-    let global = GLOBAL.read().unwrap_or_else(PoisonError::into_inner);
-    match global.as_ref() {
-        Some(registry) => registry.open(path),
-        None => Registry::default().open(path),
-    }
+    Registry::default().open(path)
 }
 
 /// dspk's raw binary sidecar, or a data file with one beside it.
@@ -235,5 +218,36 @@ impl Format for Zarr {
 
     fn open(&self, path: &Path) -> Result<Box<dyn RecordingSource>> {
         Ok(Box::new(ZarrRecording::open(path)?))
+    }
+}
+
+/// A `.npy` file: recognised by name so that opening one says what it lacks (a sample rate)
+/// instead of that no format fits. A `.npy` with a dspk sidecar opens as `dspk-raw`.
+struct Npy;
+
+impl Format for Npy {
+    fn name(&self) -> &str {
+        "npy"
+    }
+
+    fn detect(&self, path: &Path) -> Detection {
+        if path.is_file()
+            && path
+                .extension()
+                .is_some_and(|e| e.eq_ignore_ascii_case("npy"))
+        {
+            Detection::ByName
+        } else {
+            Detection::No
+        }
+    }
+
+    fn open(&self, path: &Path) -> Result<Box<dyn RecordingSource>> {
+        Err(Error::invalid(
+            path,
+            "a `.npy` array holds no sample rate, so it cannot be opened by its path alone: \
+             open it with `dspk_io::open_npy_recording(path, sample_rate)`, or describe it in a \
+             dspk sidecar (`RawSidecar`, header bytes from `NpyHeader`)",
+        ))
     }
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use common::*;
 use dspk_core::RecordingSource;
-use dspk_io::{Error, NpyArray, RawRecording, ZarrRecording};
+use dspk_io::{Error, MissingChunks, NpyArray, RawRecording, ZarrOptions, ZarrRecording};
 
 /// Copies a fixture folder (recursively) into a scratch folder.
 fn copy_tree(from: &Path, to: &Path) {
@@ -387,12 +387,22 @@ fn zarr_stores_that_lie() {
         v["shape"] = serde_json::json!([1u64 << 50, 4]);
         v["chunk_grid"]["configuration"]["chunk_shape"] = serde_json::json!([1u64 << 48, 4]);
     });
-    let recording = ZarrRecording::open(&dir).unwrap();
+    // The shape's last chunk is not in the store: refused at open unless missing chunks are
+    // asked to read as the fill value; then the chunk size is refused before decoding.
+    assert!(matches!(
+        ZarrRecording::open(&dir).unwrap_err(),
+        Error::MissingChunk { .. }
+    ));
+    let recording = ZarrRecording::open_with(&dir, fill_missing()).unwrap();
     let error = recording
         .read_stored(&[0], 0..100, &mut out)
         .unwrap_err()
         .to_string();
-    assert!(error.contains("too large"), "{error}");
+    // Guards the limit's numbers being readable (they printed as raw byte counts before).
+    assert!(
+        error.contains("too large: 2.25 PB (limit 536.87 MB)"),
+        "{error}"
+    );
     let dir = edit("zarr_dtype", "traces_seg0/zarr.json", &|v| {
         v["data_type"] = "float64".into()
     });
@@ -428,4 +438,137 @@ fn zarr_stores_that_lie() {
         "zarr_json",
         "traces_seg0",
     );
+}
+
+/// Zarr options that read missing chunks as the fill value.
+fn fill_missing() -> ZarrOptions {
+    ZarrOptions {
+        missing_chunks: MissingChunks::FillValue,
+        ..ZarrOptions::default()
+    }
+}
+
+/// A deleted chunk file inside the declared shape is an error naming the chunk's key (it read
+/// as zeros before), in v2, v3 and sharded stores; the fill value only when asked for.
+#[test]
+fn zarr_deleted_chunks_are_errors() {
+    for (fixture, name, deleted, key, samples) in [
+        (
+            "zarr_v2/si_default.zarr",
+            "zarr_deleted_v2",
+            "1.0",
+            "traces_seg0/1.0",
+            1024..2048,
+        ),
+        (
+            "zarr_v3/si_layout_zstd_chanchunk.zarr",
+            "zarr_deleted_v3",
+            "c/1/0",
+            "traces_seg0/c/1/0",
+            1024..2048,
+        ),
+    ] {
+        let dir = scratch(name);
+        copy_tree(&fixtures().join(fixture), &dir);
+        std::fs::remove_file(dir.join("traces_seg0").join(deleted)).unwrap();
+        let recording = ZarrRecording::open(&dir).unwrap();
+        let mut out = vec![0u8; 2 * 100];
+        recording.read_stored(&[0], 0..100, &mut out).unwrap();
+        let error = recording
+            .read_stored(&[0], samples.start + 10..samples.start + 110, &mut out)
+            .unwrap_err();
+        let message = error.to_string();
+        assert!(
+            message.contains(name) && message.contains(&format!("chunk `{key}`")),
+            "{message}"
+        );
+        assert!(
+            message.contains(&format!("samples {}..{}", samples.start, samples.end)),
+            "{message}"
+        );
+        // Asked for, the missing chunk reads as the fill value (0).
+        let recording = ZarrRecording::open_with(&dir, fill_missing()).unwrap();
+        recording
+            .read_stored(&[0], samples.start + 10..samples.start + 110, &mut out)
+            .unwrap();
+        assert!(out.iter().all(|&b| b == 0));
+    }
+    // A sharded store without its (only) shard: the last chunk is missing at open.
+    let dir = scratch("zarr_deleted_shard");
+    copy_tree(&fixtures().join("zarr_v3/si_layout_sharded.zarr"), &dir);
+    std::fs::remove_file(dir.join("traces_seg0/c/0/0")).unwrap();
+    let error = ZarrRecording::open(&dir).unwrap_err();
+    assert!(
+        matches!(&error, Error::MissingChunk { key, .. } if key == "traces_seg0/c/0/0"),
+        "{error}"
+    );
+    let recording = ZarrRecording::open_with(&dir, fill_missing()).unwrap();
+    let mut out = vec![0u8; 2 * 100];
+    recording.read_stored(&[2], 500..600, &mut out).unwrap();
+    assert!(out.iter().all(|&b| b == 0));
+}
+
+/// A shape larger than the data written is refused at open, naming the last chunk (it read
+/// trailing zeros before); a shape of 9e18 samples is refused even when missing chunks may
+/// read as the fill value (it opened and read zeros until killed before).
+#[test]
+fn zarr_shapes_larger_than_the_store_are_refused() {
+    let dir = scratch("zarr_long_v2");
+    copy_tree(&fixtures().join("zarr_v2/si_default.zarr"), &dir);
+    let zarray = dir.join("traces_seg0/.zarray");
+    let mut value: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&zarray).unwrap()).unwrap();
+    value["shape"] = serde_json::json!([6000, 4]);
+    std::fs::write(&zarray, value.to_string()).unwrap();
+    let error = ZarrRecording::open(&dir).unwrap_err();
+    assert!(
+        matches!(&error, Error::MissingChunk { key, samples, .. }
+            if key == "traces_seg0/5.0" && *samples == (5120..6000)),
+        "{error}"
+    );
+    assert_eq!(
+        ZarrRecording::open_with(&dir, fill_missing())
+            .unwrap()
+            .info()
+            .num_samples,
+        6000
+    );
+
+    let dir = scratch("zarr_long_v3");
+    copy_tree(&fixtures().join("zarr_v3/si_layout_blosc.zarr"), &dir);
+    let json = dir.join("traces_seg0/zarr.json");
+    let mut value: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    value["shape"] = serde_json::json!([9_000_000_000_000_000_000u64, 4]);
+    std::fs::write(&json, value.to_string()).unwrap();
+    for options in [ZarrOptions::default(), fill_missing()] {
+        let error = ZarrRecording::open_with(&dir, options).unwrap_err();
+        assert_names(&error, "zarr_long_v3", "9 000 000 000 000 000 000 samples");
+    }
+}
+
+/// A data file that is a folder is an error (it opened and reported the folder's size as
+/// samples before).
+#[test]
+fn raw_data_file_that_is_a_folder() {
+    let dir = si_folder_with("raw_folder", |_| {});
+    let data = dir.join("traces_cached_seg0.raw");
+    std::fs::remove_file(&data).unwrap();
+    std::fs::create_dir(&data).unwrap();
+    let error = RawRecording::open_spikeinterface(&dir).unwrap_err();
+    assert!(matches!(error, Error::Invalid { .. }), "{error}");
+    assert_names(&error, "traces_cached_seg0.raw", "is a folder");
+}
+
+/// A zero-byte data file opens as a valid recording of zero samples (consumers that need
+/// samples say so with `dspk_core::Error::EmptyRecording`).
+#[test]
+fn raw_data_file_that_is_empty() {
+    let dir = si_folder_with("raw_empty", |_| {});
+    std::fs::write(dir.join("traces_cached_seg0.raw"), b"").unwrap();
+    let recording = RawRecording::open_spikeinterface(&dir).unwrap();
+    assert_eq!(recording.info().num_samples, 0);
+    assert_eq!(recording.info().num_channels(), CHANNELS);
+    let mut out = [0u8; 0];
+    recording.read_stored(&[0], 0..0, &mut out).unwrap();
 }

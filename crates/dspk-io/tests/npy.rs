@@ -161,8 +161,8 @@ fn write_then_read() {
     assert!(NpyArray::new(dtype, false, vec![3], vec![0; 5]).is_err());
 }
 
-/// Every `.npy` file of the shared fixtures (Phy exports in three dtypes and orders, Open
-/// Ephys timestamps, SpikeInterface properties) reads as numpy reads it
+/// Every `.npy` file of the fixtures (`tests/fixtures`: Phy exports in three dtypes and
+/// orders, Open Ephys timestamps, SpikeInterface properties) reads as numpy reads it
 /// (`tests/data/fixture_npy_reference.json`, from `make_fixture_npy_reference.py`).
 #[test]
 fn every_fixture_npy_reads_as_numpy_reads_it() {

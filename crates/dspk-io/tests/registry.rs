@@ -6,7 +6,7 @@ use std::path::Path;
 
 use common::*;
 use dspk_core::RecordingSource;
-use dspk_io::{Detection, Error, Format, Registry, open, register};
+use dspk_io::{Detection, Error, Format, Registry, open};
 
 #[test]
 fn open_detects_every_fixture() {
@@ -48,11 +48,7 @@ fn raw_files_written_here_are_detected() {
 
 #[test]
 fn unknown_paths_list_the_formats() {
-    for path in [
-        fixtures().join("README.md"),
-        fixtures().join("no such file"),
-        fixtures(),
-    ] {
+    for path in [fixtures().join("README.md"), fixtures()] {
         let Err(error) = open(&path) else {
             panic!("{} opened", path.display())
         };
@@ -86,21 +82,87 @@ impl Format for FixtureFormat {
 
 #[test]
 fn other_crates_register_formats() {
+    let dir = scratch("registry_fixture_format");
+    let (fixture, unknown) = (dir.join("x.fixture"), dir.join("z.unknown"));
+    std::fs::write(&fixture, b"").unwrap();
+    std::fs::write(&unknown, b"").unwrap();
     let mut registry = Registry::empty();
     assert!(
-        matches!(registry.open("x.fixture"), Err(Error::UnknownFormat { formats, .. }) if formats.is_empty())
+        matches!(registry.open(&fixture), Err(Error::UnknownFormat { formats, .. }) if formats.is_empty())
     );
     registry.register(FixtureFormat);
-    check_matrix_recording(registry.open("x.fixture").unwrap().as_ref(), true);
-    // The global registry, used by `open`.
-    register(FixtureFormat);
-    check_matrix_recording(open("y.fixture").unwrap().as_ref(), true);
-    let Err(error) = open("z.unknown") else {
+    check_matrix_recording(registry.open(&fixture).unwrap().as_ref(), true);
+    let mut all = Registry::default();
+    all.register(FixtureFormat);
+    let Err(error) = all.open(&unknown) else {
         panic!("opened")
     };
     let error = error.to_string();
     assert!(
         error.contains("fixture-test") && error.contains("zarr"),
         "{error}"
+    );
+    // `open` uses this crate's formats only: a registry built elsewhere changes nothing.
+    assert!(matches!(open(&fixture), Err(Error::UnknownFormat { .. })));
+}
+
+/// The error `open` gives for `path`.
+fn open_err(path: &Path) -> Error {
+    match open(path) {
+        Ok(_) => panic!("{} opened", path.display()),
+        Err(error) => error,
+    }
+}
+
+/// A path that does not exist says so (it said "no format recognises this path" before).
+#[test]
+fn missing_paths_say_they_do_not_exist() {
+    let path = fixtures().join("no such file");
+    let error = open_err(&path);
+    assert!(matches!(error, Error::NotFound { .. }), "{error}");
+    assert_eq!(
+        error.to_string(),
+        format!("{}: no such file or folder", path.display())
+    );
+    // A path through a file (ENOTDIR) is an I/O error with the system's reason, not a format
+    // that does not fit: the branch a permission error takes, testable as root.
+    let error = open_err(&fixtures().join("README.md/inside"));
+    assert!(matches!(error, Error::Io { .. }), "{error}");
+}
+
+/// A folder that cannot be listed says permission denied (a Zarr store said "array is
+/// missing" before). Root reads any folder whatever its mode, so the check is skipped when
+/// the folder stays readable after `chmod 000`.
+#[cfg(unix)]
+#[test]
+fn unreadable_folders_say_permission_denied() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch("registry_unreadable");
+    let store = dir.join("store.zarr");
+    std::fs::create_dir(&store).unwrap();
+    std::fs::set_permissions(&store, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let readable = std::fs::read_dir(&store).is_ok();
+    let result = open(&store).map(|_| ());
+    std::fs::set_permissions(&store, std::fs::Permissions::from_mode(0o755)).unwrap();
+    if readable {
+        return; // Running as root: permissions do not deny, nothing to check.
+    }
+    let error = result.unwrap_err();
+    assert!(matches!(error, Error::Io { .. }), "{error}");
+    let message = error.to_string().to_lowercase();
+    assert!(message.contains("permission denied"), "{message}");
+}
+
+/// A two-dimensional `.npy` says it needs a sample rate and how to give one (it was an
+/// unknown format before).
+#[test]
+fn npy_files_say_they_need_a_rate() {
+    let path = data().join("matrix_c_le.npy");
+    let error = open_err(&path);
+    assert!(matches!(error, Error::Invalid { .. }), "{error}");
+    let message = error.to_string();
+    assert!(
+        message.contains("no sample rate") && message.contains("open_npy_recording"),
+        "{message}"
     );
 }

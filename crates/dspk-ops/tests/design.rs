@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::Reference;
+use common::{Reference, noise};
 use dspk_core::test_util::assert_close_to_peak;
 use dspk_ops::Error;
 use dspk_ops::design::host::{self, DecimateFilter};
@@ -271,19 +271,6 @@ fn host_filters_match_scipy() {
         r.values("iir_zi"),
         1e-12,
     );
-}
-
-/// A deterministic pseudo-random signal (xorshift), so property tests need no dependency.
-fn noise(len: usize, seed: u64) -> Vec<f64> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-        })
-        .collect()
 }
 
 #[test]

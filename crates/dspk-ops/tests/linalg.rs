@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::Reference;
+use common::{Reference, noise};
 use dspk_core::test_util::assert_close_to_peak;
 use dspk_ops::Error;
 use dspk_ops::linalg::{covariance, local_zca, second_moment, symmetric_eigen, zca};
@@ -36,19 +36,6 @@ fn transpose(a: &[f64], n: usize) -> Vec<f64> {
 fn identity(n: usize) -> Vec<f64> {
     (0..n * n)
         .map(|i| if i % (n + 1) == 0 { 1.0 } else { 0.0 })
-        .collect()
-}
-
-/// A deterministic pseudo-random sequence in [-0.5, 0.5) (xorshift).
-fn noise(len: usize, seed: u64) -> Vec<f64> {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            (s >> 11) as f64 / (1u64 << 53) as f64 - 0.5
-        })
         .collect()
 }
 

@@ -17,16 +17,26 @@
 //!
 //! # Feature flags
 //!
-//! Runtimes (any number; `DSPK_RUNTIME` picks among them at run time):
+//! Runtimes (any number; `DSPK_RUNTIME` picks among them at run time), forwarded to every
+//! crate that opens a device or launches kernels (the sorter included):
 //! - `wgpu` (default): Vulkan, Metal, DX12, or lavapipe (software Vulkan) without a GPU.
 //! - `cuda`: NVIDIA GPUs; needs only the driver at run time.
 //! - `hip`: AMD GPUs through ROCm.
 //! - `cpu`: CubeCL's CPU runtime.
 //!
-//! Others:
+//! `cpu`, `cuda` and `hip` build LLVM-based compilers (a few minutes more to build).
+//!
+//! Parts of the workspace:
+//! - `synapse` (default): the `synapse` module, electrophysiology (neural formats, probes,
+//!   sorting outputs, ground truth). With it [`open`] reads every format; without it, the
+//!   formats of [`io`] only.
+//! - `kilosort` (default): the `kilosort` module, the Kilosort4 and EMUsort sorter.
+//! - `view`, `stream`: the `view` and `stream` modules, off by default while those crates
+//!   are empty.
 //! - `test-util`: the `test_util` module, helpers for testing crates built on dspk.
 //!
-//! `cpu`, `cuda` and `hip` build LLVM-based compilers (a few minutes more to build).
+//! `default-features = false, features = ["wgpu"]` builds the core, the files of [`io`] and
+//! the kernels of [`ops`] only.
 
 #![forbid(unsafe_code)]
 
@@ -37,18 +47,30 @@ pub use dspk_io as io;
 /// Device kernels and pipelines.
 pub use dspk_ops as ops;
 /// Kilosort4 and EMUsort.
+#[cfg(feature = "kilosort")]
 pub use dspk_sorter_kilosort as kilosort;
 /// Network sessions for continuous signals.
+#[cfg(feature = "stream")]
 pub use dspk_stream as stream;
 /// Electrophysiology: neural formats, probes, sorting outputs, ground truth.
+#[cfg(feature = "synapse")]
 pub use dspk_synapse as synapse;
 /// Min/max envelopes for viewing.
+#[cfg(feature = "view")]
 pub use dspk_view as view;
 
-/// Opens a recording of any format compiled in (raw binary, Zarr and `.npy` from
-/// [`io`]; SpikeGLX, mtscomp, Open Ephys, NWB, Intan and Phy folders from [`synapse`]), picked
-/// from the path and metadata files only.
+/// Opens a recording of any format compiled in (raw binary and Zarr from [`io`]; SpikeGLX
+/// files and run folders, mtscomp, Open Ephys, NWB, Intan and Phy folders from [`synapse`]),
+/// picked from the path and metadata files only. A `.npy` holds no sample rate: open a 2-D one
+/// with [`io::open_npy_recording`] (given a `.npy`, this says so).
+#[cfg(feature = "synapse")]
 pub use dspk_synapse::open;
+
+/// Opens a recording in one of the formats of [`io`] (raw binary, Zarr), picked from the path
+/// and metadata files only. The feature `synapse` adds the neural formats. A `.npy` holds no
+/// sample rate: open a 2-D one with [`io::open_npy_recording`] (given a `.npy`, this says so).
+#[cfg(not(feature = "synapse"))]
+pub use dspk_io::open;
 
 /// The types most programs name.
 pub mod prelude {

@@ -6,82 +6,20 @@ use std::sync::Arc;
 /// Everything that can go wrong reading or writing electrophysiology files and comparing
 /// sortings.
 ///
-/// Variants about files name the file and the problem with the values that disagree, so a log
-/// line says what was wrong and where. Messages are lower-case. The enum is `Clone` (library
-/// errors sit behind an [`Arc`]).
+/// A problem with a file (missing, truncated, malformed, unsupported, or a library failing on
+/// it) is `dspk-io`'s [`dspk_io::Error`], which names the file and the problem once, with the
+/// values that disagree; this crate adds its own variant only for what involves no file.
+/// Messages are lower-case. The enum is `Clone`.
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// Reading a file or container failed in `dspk-io` (I/O, `.npy`, Zarr, sizes); its error
-    /// names the file.
+    /// A file or folder is missing, truncated, malformed or unsupported, or a library (HDF5,
+    /// Zarr, zlib) failed on it: the error names the file. Metadata problems of this crate's
+    /// formats (`.meta`, `structure.oebin`, `.ch`, a header, a probe file) are
+    /// [`dspk_io::Error::Invalid`]; versions and features not read are
+    /// [`dspk_io::Error::Unsupported`].
     #[error(transparent)]
     Io(#[from] dspk_io::Error),
-
-    /// A metadata file (`.meta`, `structure.oebin`, `.ch`, a header, a probe file) is
-    /// malformed or says something impossible: a missing key, a value that does not parse,
-    /// sizes that disagree with the data.
-    #[error("{}: {problem}", path.display())]
-    Invalid {
-        /// The file whose contents are wrong.
-        path: PathBuf,
-        /// What is wrong, with the values involved.
-        problem: String,
-    },
-
-    /// A file is shorter than its metadata says.
-    #[error("{}: file is truncated: {what} needs {needed} bytes, the file has {actual}", path.display())]
-    Truncated {
-        /// The data file.
-        path: PathBuf,
-        /// What needs the bytes.
-        what: String,
-        /// Bytes the metadata implies.
-        needed: u64,
-        /// Bytes the file has.
-        actual: u64,
-    },
-
-    /// A companion file or an object inside a container is missing (a `.meta` beside a
-    /// `.bin`, an HDF5 dataset, a Phy array).
-    #[error("{}: {what} is missing", path.display())]
-    Missing {
-        /// The file or folder that needs it.
-        path: PathBuf,
-        /// What was looked for.
-        what: String,
-    },
-
-    /// The file is valid but uses a version or feature this reader does not support
-    /// (an unknown probe type, a format version, a codec).
-    #[error("{}: unsupported: {what}", path.display())]
-    Unsupported {
-        /// The file.
-        path: PathBuf,
-        /// What is not supported.
-        what: String,
-    },
-
-    /// A lower-level library (HDF5, Zarr, zlib) failed on the file; its error is kept.
-    #[error("{}: {context}: {source}", path.display())]
-    Library {
-        /// The file or store.
-        path: PathBuf,
-        /// What was being done.
-        context: String,
-        /// The library's error.
-        #[source]
-        source: Arc<dyn std::error::Error + Send + Sync>,
-    },
-
-    /// `dspk-core` refused the values read from a file (no channels, a non-finite gain).
-    #[error("{}: {source}", path.display())]
-    Core {
-        /// The file the values came from.
-        path: PathBuf,
-        /// What `dspk-core` said.
-        #[source]
-        source: dspk_core::Error,
-    },
 
     /// An argument is invalid (spike trains not sorted, a negative tolerance, mismatched
     /// lengths); no file involved.
@@ -93,49 +31,33 @@ pub enum Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
-    /// An [`Error::Invalid`] for `path`.
+    /// A [`dspk_io::Error::Invalid`] for `path`: its contents say `problem`.
     pub(crate) fn invalid(path: &Path, problem: impl Into<String>) -> Self {
-        Self::Invalid {
-            path: path.to_path_buf(),
-            problem: problem.into(),
-        }
+        Self::Io(dspk_io::Error::invalid(path, problem))
     }
 
-    /// An [`Error::Missing`] for `path`.
+    /// A [`dspk_io::Error::Missing`] for `path`: `what` is not in it (or beside it).
     pub(crate) fn missing(path: &Path, what: impl Into<String>) -> Self {
-        Self::Missing {
-            path: path.to_path_buf(),
-            what: what.into(),
-        }
+        Self::Io(dspk_io::Error::missing(path, what))
     }
 
-    /// An [`Error::Unsupported`] for `path`.
+    /// A [`dspk_io::Error::Unsupported`] for `path`: it uses `what`, which is not read.
     pub(crate) fn unsupported(path: &Path, what: impl Into<String>) -> Self {
-        Self::Unsupported {
-            path: path.to_path_buf(),
-            what: what.into(),
-        }
+        Self::Io(dspk_io::Error::unsupported(path, what))
     }
 
-    /// An [`Error::Library`] for `path`.
+    /// A [`dspk_io::Error::Library`] for `path`: a library failed while doing `context`.
     pub(crate) fn library(
         path: &Path,
         context: impl Into<String>,
         source: impl std::error::Error + Send + Sync + 'static,
     ) -> Self {
-        Self::Library {
-            path: path.to_path_buf(),
-            context: context.into(),
-            source: Arc::new(source),
-        }
+        Self::Io(dspk_io::Error::library(path, context, source))
     }
 
-    /// An [`Error::Core`] for `path`.
+    /// A [`dspk_io::Error::Core`] for `path`: `dspk-core` refused the values read from it.
     pub(crate) fn core(path: &Path, source: dspk_core::Error) -> Self {
-        Self::Core {
-            path: path.to_path_buf(),
-            source,
-        }
+        Self::Io(dspk_io::Error::core(path, source))
     }
 
     /// The file or folder the error is about (`None` for [`Error::Argument`]).
@@ -143,25 +65,20 @@ impl Error {
     pub fn path(&self) -> Option<&Path> {
         match self {
             Self::Io(error) => Some(error.path()),
-            Self::Invalid { path, .. }
-            | Self::Truncated { path, .. }
-            | Self::Missing { path, .. }
-            | Self::Unsupported { path, .. }
-            | Self::Library { path, .. }
-            | Self::Core { path, .. } => Some(path),
             Self::Argument(_) => None,
         }
     }
 }
 
 impl From<Error> for dspk_io::Error {
-    /// Keeps a synapse reader's error as [`dspk_io::Error::Library`] (for [`dspk_io::Format`]
-    /// openers): the path stays the file's, the message is the synapse error's.
+    /// The file error itself (for [`dspk_io::Format`] openers, whose errors are `dspk-io`'s);
+    /// an argument error, which opening a file does not produce, is kept as the source of a
+    /// [`dspk_io::Error::Library`] without a path.
     fn from(error: Error) -> Self {
         match error {
             Error::Io(inner) => inner,
-            other => dspk_io::Error::Library {
-                path: other.path().map(Path::to_path_buf).unwrap_or_default(),
+            other @ Error::Argument(_) => dspk_io::Error::Library {
+                path: PathBuf::new(),
                 context: "dspk-synapse".to_string(),
                 source: Arc::new(other),
             },

@@ -1,7 +1,6 @@
 //! The recording formats of this crate in `dspk-io`'s format detection.
 
 use std::path::Path;
-use std::sync::Once;
 
 use dspk_core::RecordingSource;
 use dspk_io::Registry;
@@ -26,16 +25,24 @@ pub fn register_formats(registry: &mut Registry) {
         .register(PhyFormat);
 }
 
+/// A registry of every recording format `dspk-io` and this crate read: `dspk-io`'s built-in
+/// formats, then those of [`register_formats`].
+#[must_use]
+pub fn registry() -> Registry {
+    let mut registry = Registry::default();
+    register_formats(&mut registry);
+    registry
+}
+
 /// Opens a recording of any format `dspk-io` or this crate reads, picked from the path and
-/// metadata files only. This crate's formats are added to the registry of [`dspk_io::open`]
-/// on the first call, so `dspk_io::open` also knows them afterwards.
+/// metadata files only, through a fresh [`registry`] (no global state is read or changed:
+/// [`dspk_io::open`] still knows `dspk-io`'s formats only).
 ///
 /// # Errors
 ///
-/// [`dspk_io::Error::UnknownFormat`] listing the formats if none recognises `path`; otherwise
-/// what the reader reports.
+/// As [`Registry::open`]: [`dspk_io::Error::NotFound`] if `path` does not exist,
+/// [`dspk_io::Error::UnknownFormat`] listing the formats if none recognises it; otherwise what
+/// the reader reports.
 pub fn open(path: impl AsRef<Path>) -> dspk_io::Result<Box<dyn RecordingSource>> {
-    static REGISTER: Once = Once::new();
-    REGISTER.call_once(|| dspk_io::configure(register_formats));
-    dspk_io::open(path)
+    registry().open(path)
 }

@@ -15,7 +15,8 @@
 //! [`probe`] reads and writes probe descriptions into one [`Probe`] type; [`phy`] writes and
 //! reads Phy sorting folders; [`groundtruth`] compares a sorting with known spike trains (as
 //! SpikeInterface's `compare_sorter_to_ground_truth`) and generates synthetic ground-truth
-//! recordings. [`register_formats`] adds the recording formats to `dspk_io::open`.
+//! recordings. [`open`] opens a recording of any format through a [`registry`] of them all;
+//! [`register_formats`] adds this crate's formats to a [`dspk_io::Registry`] of your own.
 //!
 //! Files are untrusted: sizes read from headers are checked against the file before anything
 //! is allocated, and every failure is an [`Error`] naming the file and the problem.
@@ -35,5 +36,5 @@ pub mod probe;
 pub mod spikeglx;
 
 pub use error::{Error, Result};
-pub use formats::{open, register_formats};
+pub use formats::{open, register_formats, registry};
 pub use probe::{Contact, Probe};

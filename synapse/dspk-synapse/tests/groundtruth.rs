@@ -6,9 +6,10 @@ mod common;
 
 use common::f64s;
 use dspk_core::SampleRate;
+use dspk_core::test_util::assert_close_f64;
 use dspk_synapse::Error;
 use dspk_synapse::groundtruth::{
-    CompareOptions, MatchMode, SpikeTrains, compare_to_ground_truth, delta_frames,
+    CompareOptions, MatchMode, Performance, SpikeTrains, compare_to_ground_truth, delta_frames,
     linear_sum_assignment,
 };
 use serde_json::Value;
@@ -72,15 +73,11 @@ fn rate(hz: f64) -> SampleRate {
     hz.to_string().parse().expect("rate")
 }
 
-fn assert_close(what: &str, actual: &[f64], expected: &[f64]) {
-    assert_eq!(actual.len(), expected.len(), "{what}: lengths");
-    for (k, (a, e)) in actual.iter().zip(expected).enumerate() {
-        assert!(
-            (a - e).abs() <= 1e-12,
-            "{what}[{k}]: {a} vs SpikeInterface {e}"
-        );
-    }
-}
+/// SpikeInterface's figures are matched to this absolute difference.
+const TOLERANCE: f64 = 1e-12;
+
+/// One per-unit figure of a [`Performance`].
+type Figure = fn(&Performance) -> f64;
 
 #[test]
 fn comparison_matches_spikeinterface() {
@@ -121,10 +118,12 @@ fn comparison_matches_spikeinterface() {
             .iter()
             .flat_map(f64s)
             .collect();
-        assert_close(
+        assert_close_f64(
             &format!("{name}: agreement"),
             c.agreement_scores(),
             &agreement,
+            TOLERANCE,
+            0.0,
         );
 
         let tested_id = |j: &Option<usize>| j.map(|j| tested.ids()[j].clone());
@@ -154,39 +153,28 @@ fn comparison_matches_spikeinterface() {
         ] {
             let perf = c.performance(mode);
             let e = &case[key];
-            let column = |f: fn(&dspk_synapse::groundtruth::Performance) -> f64| {
-                perf.iter().map(f).collect::<Vec<f64>>()
-            };
-            assert_close(
-                &format!("{name}: {key}.accuracy"),
-                &column(|p| p.accuracy),
-                &f64s(&e["accuracy"]),
-            );
-            assert_close(
-                &format!("{name}: {key}.recall"),
-                &column(|p| p.recall),
-                &f64s(&e["recall"]),
-            );
-            assert_close(
-                &format!("{name}: {key}.precision"),
-                &column(|p| p.precision),
-                &f64s(&e["precision"]),
-            );
-            assert_close(
-                &format!("{name}: {key}.false_discovery_rate"),
-                &column(|p| p.false_discovery_rate),
-                &f64s(&e["false_discovery_rate"]),
-            );
-            assert_close(
-                &format!("{name}: {key}.miss_rate"),
-                &column(|p| p.miss_rate),
-                &f64s(&e["miss_rate"]),
-            );
+            let fields: [(&str, Figure); 5] = [
+                ("accuracy", |p| p.accuracy),
+                ("recall", |p| p.recall),
+                ("precision", |p| p.precision),
+                ("false_discovery_rate", |p| p.false_discovery_rate),
+                ("miss_rate", |p| p.miss_rate),
+            ];
+            for (field, get) in fields {
+                let actual: Vec<f64> = perf.iter().map(get).collect();
+                assert_close_f64(
+                    &format!("{name}: {key}.{field}"),
+                    &actual,
+                    &f64s(&e[field]),
+                    TOLERANCE,
+                    0.0,
+                );
+            }
             let mean = c.mean_performance(mode);
             let accuracy = f64s(&e["accuracy"]);
             let expected_mean = accuracy.iter().sum::<f64>() / accuracy.len() as f64;
             assert!(
-                (mean.accuracy - expected_mean).abs() <= 1e-12,
+                (mean.accuracy - expected_mean).abs() <= TOLERANCE,
                 "{name}: mean accuracy"
             );
         }

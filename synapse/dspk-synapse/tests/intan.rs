@@ -503,7 +503,10 @@ fn data_that_is_not_whole_blocks_is_truncated() {
     bytes.extend(data);
     std::fs::write(&path, &bytes).unwrap();
     let error = IntanRecording::open(&path).unwrap_err();
-    assert!(matches!(&error, Error::Truncated { .. }), "{error:?}");
+    assert!(
+        matches!(&error, Error::Io(dspk_io::Error::Truncated { .. })),
+        "{error:?}"
+    );
     assert_error(&error, &path, "3 data blocks of 904 bytes");
 }
 
@@ -524,13 +527,19 @@ fn bad_headers_are_refused_without_panics_or_huge_allocations() {
     let mut version_4 = good.clone();
     version_4[4..6].copy_from_slice(&4i16.to_le_bytes());
     let error = parse(&version_4);
-    assert!(matches!(&error, Error::Unsupported { .. }), "{error:?}");
+    assert!(
+        matches!(&error, Error::Io(dspk_io::Error::Unsupported { .. })),
+        "{error:?}"
+    );
     assert_error(&error, path, "RHD file version 4.3");
 
     // Notes start at byte 48 (after 12 bytes of magic, version and rate, the DSP flag, six
     // frequencies, the notch mode and two impedance frequencies): cut inside the first note.
     let error = parse(&good[..58]);
-    assert!(matches!(&error, Error::Truncated { .. }), "{error:?}");
+    assert!(
+        matches!(&error, Error::Io(dspk_io::Error::Truncated { .. })),
+        "{error:?}"
+    );
     assert_error(&error, path, "note 1 at byte 52");
     // Every shorter prefix is an error too, never a panic.
     for cut in 0..good.len() {
@@ -557,7 +566,10 @@ fn bad_headers_are_refused_without_panics_or_huge_allocations() {
     let mut many_groups = good.clone();
     many_groups[groups_at..groups_at + 2].copy_from_slice(&i16::MAX.to_le_bytes());
     let error = parse(&many_groups);
-    assert!(matches!(&error, Error::Truncated { .. }), "{error:?}");
+    assert!(
+        matches!(&error, Error::Io(dspk_io::Error::Truncated { .. })),
+        "{error:?}"
+    );
     assert_error(&error, path, "signal group 5: name");
     let mut negative = good.clone();
     negative[groups_at..groups_at + 2].copy_from_slice(&(-3i16).to_le_bytes());
@@ -629,7 +641,10 @@ fn files_without_amplifiers_or_with_a_bad_header_are_refused_by_open() {
     RhdFile::v3().write(&info, 0);
     std::fs::write(folder.join("amplifier.dat"), [0u8; 16]).unwrap();
     let error = IntanRecording::open(&info).unwrap_err();
-    assert!(matches!(&error, Error::Unsupported { .. }), "{error:?}");
+    assert!(
+        matches!(&error, Error::Io(dspk_io::Error::Unsupported { .. })),
+        "{error:?}"
+    );
     assert_error(&error, &info, "one-file-per-signal-type");
 
     assert_eq!(

@@ -1,4 +1,4 @@
-//! mtscomp reader against the `../shared/fixtures/mtscomp` fixtures and corrupted copies.
+//! mtscomp reader against the `tests/fixtures/mtscomp` fixtures and corrupted copies.
 
 mod common;
 
@@ -206,7 +206,7 @@ fn bad_ch_files_give_errors_naming_the_file() {
     });
     let error = open_err(&path);
     assert!(
-        matches!(&error, Error::Truncated { path: p, needed: 4000, actual: 2939, .. } if p == &path),
+        matches!(&error, Error::Io(dspk_io::Error::Truncated { path: p, needed: 4000, actual: 2939, .. }) if p == &path),
         "{error}"
     );
 
@@ -216,14 +216,14 @@ fn bad_ch_files_give_errors_naming_the_file() {
     });
     let error = open_err(&path);
     assert!(
-        matches!(&error, Error::Invalid { path: p, problem } if p == &ch_of(&path) && problem.contains("chunk_bounds")),
+        matches!(&error, Error::Io(dspk_io::Error::Invalid { path: p, problem }) if p == &ch_of(&path) && problem.contains("chunk_bounds")),
         "{error}"
     );
     let path = corrupted_copy("time_diff", "offsets", |ch| {
         ch["chunk_offsets"][1] = 0.into();
     });
     assert!(
-        matches!(open_err(&path), Error::Invalid { problem, .. } if problem.contains("chunk_offsets"))
+        matches!(open_err(&path), Error::Io(dspk_io::Error::Invalid { problem, .. }) if problem.contains("chunk_offsets"))
     );
 
     // Absurd sample counts: over the chunk limit, and more than zlib could expand to.
@@ -233,7 +233,7 @@ fn bad_ch_files_give_errors_naming_the_file() {
     });
     let error = open_err(&path);
     assert!(
-        matches!(&error, Error::Invalid { path: p, problem } if p == &ch_of(&path) && problem.contains("limit")),
+        matches!(&error, Error::Io(dspk_io::Error::Invalid { path: p, problem }) if p == &ch_of(&path) && problem.contains("limit")),
         "{error}"
     );
     let path = corrupted_copy("time_diff", "ratio", |ch| {
@@ -242,7 +242,7 @@ fn bad_ch_files_give_errors_naming_the_file() {
     });
     let error = open_err(&path);
     assert!(
-        matches!(&error, Error::Invalid { path: p, problem } if p == &path && problem.contains("zlib")),
+        matches!(&error, Error::Io(dspk_io::Error::Invalid { path: p, problem }) if p == &path && problem.contains("zlib")),
         "{error}"
     );
 
@@ -250,25 +250,32 @@ fn bad_ch_files_give_errors_naming_the_file() {
     let path = corrupted_copy("time_diff", "shape", |ch| {
         ch["shape"][1] = 6.into();
     });
-    assert!(matches!(open_err(&path), Error::Invalid { .. }));
+    assert!(matches!(
+        open_err(&path),
+        Error::Io(dspk_io::Error::Invalid { .. })
+    ));
     let path = corrupted_copy("time_diff", "meta-size", |ch| {
         ch["shape"][0] = 2999.into();
         ch["chunk_bounds"][4] = 2999.into();
     });
     let error = open_err(&path);
     assert!(
-        matches!(&error, Error::Invalid { path: p, problem } if p == &path.with_extension("meta") && problem.contains("fileSizeBytes")),
+        matches!(&error, Error::Io(dspk_io::Error::Invalid { path: p, problem }) if p == &path.with_extension("meta") && problem.contains("fileSizeBytes")),
         "{error}"
     );
     let path = corrupted_copy("time_diff", "version", |ch| {
         ch["version"] = "2.0".into();
     });
-    assert!(matches!(open_err(&path), Error::Unsupported { what, .. } if what.contains("2.0")));
+    assert!(
+        matches!(open_err(&path), Error::Io(dspk_io::Error::Unsupported { what, .. }) if what.contains("2.0"))
+    );
 
     // Missing .ch, not JSON.
     let path = corrupted_copy("time_diff", "no-ch", |_| {});
     std::fs::remove_file(ch_of(&path)).unwrap();
-    assert!(matches!(open_err(&path), Error::Missing { path: p, .. } if p == path));
+    assert!(
+        matches!(open_err(&path), Error::Io(dspk_io::Error::Missing { path: p, .. }) if p == path)
+    );
     assert!(ChFile::parse(b"{", Path::new("x.ch")).is_err());
     remove_copies();
 }
@@ -296,7 +303,10 @@ fn corrupt_chunk_fails_the_read_naming_the_file() {
     let inner = cause.downcast_ref::<Error>().expect("a dspk-synapse error");
     assert_eq!(inner.path(), Some(path.as_path()), "{inner}");
     assert!(
-        matches!(inner, Error::Library { .. } | Error::Invalid { .. }),
+        matches!(
+            inner,
+            Error::Io(dspk_io::Error::Library { .. }) | Error::Io(dspk_io::Error::Invalid { .. })
+        ),
         "{inner}"
     );
     assert!(inner.to_string().contains("chunk 1"), "{inner}");
@@ -316,7 +326,7 @@ fn without_meta_every_column_is_a_channel() {
     assert_eq!(stored(&rec, &[4], 0, SAMPLES as u64), sync);
     assert!(matches!(
         rec.read_sync(0..1, &mut [0]),
-        Err(Error::Missing { .. })
+        Err(Error::Io(dspk_io::Error::Missing { .. }))
     ));
     check_recording_source(&rec);
     remove_copies();

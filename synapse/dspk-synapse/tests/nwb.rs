@@ -1,4 +1,4 @@
-//! NWB `ElectricalSeries` in HDF5 and NWB-Zarr: the fixtures (`../shared/fixtures/nwb`) read
+//! NWB `ElectricalSeries` in HDF5 and NWB-Zarr: the fixtures (`tests/fixtures/nwb`) read
 //! with the values SpikeInterface's `read_nwb_recording` reports (`expected.json`), windows,
 //! partial chunk reads, format detection, and bad input (`tests/nwb_bad/make.py` writes the
 //! odd HDF5 files; others are corrupted copies made in a temporary folder).
@@ -263,7 +263,10 @@ fn series_are_listed_and_picked_by_name() {
     ] {
         let error = NwbRecording::open_series(&path, "Nope").unwrap_err();
         let message = error.to_string();
-        assert!(matches!(error, Error::Missing { .. }), "{message}");
+        assert!(
+            matches!(error, Error::Io(dspk_io::Error::Missing { .. })),
+            "{message}"
+        );
         assert!(
             message.contains("`Nope`") && message.contains(there),
             "{message}"
@@ -343,9 +346,15 @@ fn assert_open_fails(path: &Path, words: &[&str]) -> Error {
 #[test]
 fn bad_hdf5_files_are_refused() {
     let error = assert_open_fails(&bad("float_data.nwb"), &["data", "int16"]);
-    assert!(matches!(error, Error::Invalid { .. }), "{error}");
+    assert!(
+        matches!(error, Error::Io(dspk_io::Error::Invalid { .. })),
+        "{error}"
+    );
     let error = assert_open_fails(&bad("one_dimensional.nwb"), &["data", "shape [64]"]);
-    assert!(matches!(error, Error::Invalid { .. }), "{error}");
+    assert!(
+        matches!(error, Error::Io(dspk_io::Error::Invalid { .. })),
+        "{error}"
+    );
     assert_open_fails(
         &bad("channel_conversion_3.nwb"),
         &["channel_conversion", "[3]", "[4]"],
@@ -359,7 +368,10 @@ fn bad_hdf5_files_are_refused() {
         &["not uniformly spaced", "40"],
     );
     let error = assert_open_fails(&bad("no_timing.nwb"), &["starting_time", "timestamps"]);
-    assert!(matches!(error, Error::Missing { .. }), "{error}");
+    assert!(
+        matches!(error, Error::Io(dspk_io::Error::Missing { .. })),
+        "{error}"
+    );
 }
 
 #[test]
@@ -382,7 +394,10 @@ fn truncated_and_foreign_files_give_errors() {
     let text = dir.join("notes.nwb");
     std::fs::write(&text, "this is not an HDF5 file\n".repeat(100)).unwrap();
     let error = assert_open_fails(&text, &["HDF5"]);
-    assert!(matches!(error, Error::Library { .. }), "{error}");
+    assert!(
+        matches!(error, Error::Io(dspk_io::Error::Library { .. })),
+        "{error}"
+    );
     assert_open_fails(&dir.join("missing.nwb"), &["missing"]);
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -442,7 +457,10 @@ fn bad_zarr_stores_are_refused() {
         v["table"]["value"]["source"] = "../other.nwb.zarr".into();
     });
     let error = assert_open_fails(&store, &["another store"]);
-    assert!(matches!(error, Error::Unsupported { .. }), "{error}");
+    assert!(
+        matches!(error, Error::Io(dspk_io::Error::Unsupported { .. })),
+        "{error}"
+    );
 
     let store = copy_store(&dir.join("huge"));
     edit_json(&store.join(series).join("data/.zarray"), |v| {
@@ -527,5 +545,71 @@ fn format_detection() {
         assert_eq!(registry.detect(&nwb(name)).unwrap().name(), "nwb", "{name}");
         let source = registry.open(nwb(name)).unwrap();
         assert_eq!(source.info().num_samples, SAMPLES as u64);
+    }
+}
+
+/// A scratch copy of the NWB-Zarr fixture for test `name`, with `data`'s shape set to `shape`
+/// when given.
+fn zarr_copy(name: &str, shape: Option<serde_json::Value>) -> PathBuf {
+    let store = copy_store(&temp_dir(name));
+    if let Some(shape) = shape {
+        edit_json(
+            &store.join("acquisition/ElectricalSeries/data/.zarray"),
+            |v| v["shape"] = shape,
+        );
+    }
+    store
+}
+
+/// A deleted chunk of an NWB-Zarr series is an error naming its key (it read as zeros
+/// before); reading it as the fill value is an explicit option.
+#[test]
+fn nwb_zarr_missing_chunks_are_errors() {
+    let store = zarr_copy("deleted_chunk", None);
+    std::fs::remove_file(store.join("acquisition/ElectricalSeries/data/0.0")).unwrap();
+    let error = NwbRecording::open(&store).unwrap_err();
+    assert!(
+        matches!(&error, Error::Io(dspk_io::Error::MissingChunk { key, .. })
+            if key == "acquisition/ElectricalSeries/data/0.0"),
+        "{error}"
+    );
+    let recording = NwbRecording::open_series_with(
+        &store,
+        "ElectricalSeries",
+        dspk_io::MissingChunks::FillValue,
+    )
+    .unwrap();
+    let mut bytes = vec![1u8; 2 * 100];
+    recording.read_stored(&[1], 200..300, &mut bytes).unwrap();
+    assert!(bytes.iter().all(|&b| b == 0));
+}
+
+/// A `data` shape larger than the chunks written is refused at open (it read trailing zeros
+/// before), and a shape of 9e18 samples is refused even with the fill value allowed (it
+/// opened and read zeros until killed).
+#[test]
+fn nwb_zarr_shapes_larger_than_the_store_are_refused() {
+    let store = zarr_copy("long_shape", Some(serde_json::json!([6000, 4])));
+    let error = NwbRecording::open(&store).unwrap_err();
+    assert!(
+        matches!(&error, Error::Io(dspk_io::Error::MissingChunk { key, .. })
+            if key == "acquisition/ElectricalSeries/data/1.0"),
+        "{error}"
+    );
+    let store = zarr_copy(
+        "absurd_shape",
+        Some(serde_json::json!([9_000_000_000_000_000_000u64, 4])),
+    );
+    for missing in [
+        dspk_io::MissingChunks::Error,
+        dspk_io::MissingChunks::FillValue,
+    ] {
+        let error = NwbRecording::open_series_with(&store, "ElectricalSeries", missing)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("9 000 000 000 000 000 000 samples"),
+            "{error}"
+        );
     }
 }

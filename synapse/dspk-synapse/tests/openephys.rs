@@ -232,7 +232,10 @@ fn num_channels_disagreeing_with_the_channel_list_is_refused() {
     let scratch = Scratch::new("num-channels");
     scratch.edit_oebin(|json| json["continuous"][0]["num_channels"] = 6.into());
     let error = scratch.open_error();
-    assert!(matches!(&error, Error::Invalid { .. }), "{error:?}");
+    assert!(
+        matches!(&error, Error::Io(dspk_io::Error::Invalid { .. })),
+        "{error:?}"
+    );
     assert_names(
         &error,
         &scratch.oebin(),
@@ -252,7 +255,10 @@ fn a_channel_list_that_disagrees_with_the_data_is_caught_by_sample_numbers() {
     });
     let error = scratch.open_error();
     let npy = scratch.stream_folder().join("sample_numbers.npy");
-    assert!(matches!(&error, Error::Invalid { .. }), "{error:?}");
+    assert!(
+        matches!(&error, Error::Io(dspk_io::Error::Invalid { .. })),
+        "{error:?}"
+    );
     assert_names(&error, &npy, "3000 sample numbers for the 3750 frames");
 }
 
@@ -279,12 +285,18 @@ fn missing_data_files_are_named() {
     let folder = scratch.stream_folder();
     std::fs::remove_file(folder.join("sample_numbers.npy")).unwrap();
     let error = scratch.open_error();
-    assert!(matches!(&error, Error::Missing { .. }), "{error:?}");
+    assert!(
+        matches!(&error, Error::Io(dspk_io::Error::Missing { .. })),
+        "{error:?}"
+    );
     assert_names(&error, &folder, "sample_numbers.npy is missing");
 
     std::fs::remove_file(folder.join("continuous.dat")).unwrap();
     let error = scratch.open_error();
-    assert!(matches!(&error, Error::Missing { .. }), "{error:?}");
+    assert!(
+        matches!(&error, Error::Io(dspk_io::Error::Missing { .. })),
+        "{error:?}"
+    );
     assert_names(&error, &folder, "continuous.dat is missing");
 
     let empty = scratch.root.join("empty");

@@ -1,4 +1,4 @@
-//! Phy folders: the three fixtures (`../shared/fixtures/phy/`) read with the values of their
+//! Phy folders: the three fixtures (`tests/fixtures/phy/`) read with the values of their
 //! `expected.json` and README, write -> read round trips, and bad folders refused with errors
 //! naming the file.
 
@@ -507,7 +507,7 @@ fn bad_folders_are_refused_naming_the_file() {
     std::fs::remove_file(dir.0.join("spike_times.npy")).expect("remove");
     let (error, message) = refused(&dir.0);
     assert!(
-        matches!(&error, Error::Missing { what, .. } if what == "spike_times.npy"),
+        matches!(&error, Error::Io(dspk_io::Error::Missing { what, .. }) if what == "spike_times.npy"),
         "{message}"
     );
 
@@ -614,7 +614,7 @@ fn bad_text_files_are_refused_naming_the_line() {
     std::fs::remove_file(dir.0.join("params.py")).expect("remove");
     let (error, message) = refused(&dir.0);
     assert!(
-        matches!(&error, Error::Missing { what, .. } if what == "params.py"),
+        matches!(&error, Error::Io(dspk_io::Error::Missing { what, .. }) if what == "params.py"),
         "{message}"
     );
 }

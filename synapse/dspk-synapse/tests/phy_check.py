@@ -22,7 +22,7 @@ import numpy as np
 
 
 def stored_matrix(samples, channels):
-    """The fixtures' stored int16 matrix (shared/fixtures/README.md), sample-major."""
+    """The fixtures' stored int16 matrix (tests/fixtures/README.md), sample-major."""
     t = np.arange(samples, dtype=np.uint64)[:, None]
     c = np.arange(channels, dtype=np.uint64)[None, :]
     h = (t * np.uint64(2654435761) + c * np.uint64(40503)) % np.uint64(2**32)

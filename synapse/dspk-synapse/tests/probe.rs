@@ -1,4 +1,4 @@
-//! Probe files: every fixture of `../shared/fixtures/probe/` (and the `si_binary`
+//! Probe files: every fixture of `tests/fixtures/probe/` (and the `si_binary`
 //! `probegroup.json`) read with the positions, device channels and shanks of its
 //! `expected.json`; writer round trips; bad input.
 
@@ -132,7 +132,10 @@ fn prb_fixtures() {
     // reads it (expected.json: exec with empty globals raises NameError on `np`).
     let path = fixture("probe/linear4.prb");
     let err = read_prb(&path).unwrap_err();
-    assert!(matches!(err, Error::Unsupported { .. }), "{err:?}");
+    assert!(
+        matches!(err, Error::Io(dspk_io::Error::Unsupported { .. })),
+        "{err:?}"
+    );
     let message = err.to_string();
     assert!(
         expected("probe")["probeinterface_prb_exec_with_empty_globals"]
@@ -159,7 +162,10 @@ fn prb_literal_subset() {
         }\n";
     // A comprehension is not a literal.
     let err = parse_prb(text.as_bytes(), path).unwrap_err();
-    assert!(matches!(err, Error::Unsupported { .. }), "{err}");
+    assert!(
+        matches!(err, Error::Io(dspk_io::Error::Unsupported { .. })),
+        "{err}"
+    );
     assert!(err.to_string().contains("line 6"), "{err}");
 
     let text = text.replace(
@@ -191,13 +197,19 @@ fn prb_bad_input() {
     };
     let invalid = |text: &str, needle: &str| {
         let err = parse_prb(text.as_bytes(), path).unwrap_err();
-        assert!(matches!(err, Error::Invalid { .. }), "{text}: {err:?}");
+        assert!(
+            matches!(err, Error::Io(dspk_io::Error::Invalid { .. })),
+            "{text}: {err:?}"
+        );
         assert!(err.to_string().contains(needle), "{text}: {err}");
         assert!(err.to_string().contains("bad.prb"), "{err}");
     };
     let unsupported = |text: &str, needle: &str| {
         let err = parse_prb(text.as_bytes(), path).unwrap_err();
-        assert!(matches!(err, Error::Unsupported { .. }), "{text}: {err:?}");
+        assert!(
+            matches!(err, Error::Io(dspk_io::Error::Unsupported { .. })),
+            "{text}: {err:?}"
+        );
         assert!(err.to_string().contains(needle), "{text}: {err}");
     };
     invalid(
@@ -439,7 +451,7 @@ fn json_bad_input() {
         "expected [x, y]",
     );
     let err = case("ndim3.json", &|v| v["probes"][0]["ndim"] = 3.into(), "3-D");
-    assert!(matches!(err, Error::Unsupported { .. }));
+    assert!(matches!(err, Error::Io(dspk_io::Error::Unsupported { .. })));
     // mm are scaled to um; -1 is unconnected.
     value["probes"][0]["si_units"] = "mm".into();
     value["probes"][0]["device_channel_indices"][0] = (-1).into();
@@ -454,7 +466,10 @@ fn json_bad_input() {
         edit(&mut v);
         let path = write(&dir, name, v.to_string());
         let err = read_kilosort_json(&path).unwrap_err();
-        assert!(matches!(err, Error::Invalid { .. }), "{name}: {err:?}");
+        assert!(
+            matches!(err, Error::Io(dspk_io::Error::Invalid { .. })),
+            "{name}: {err:?}"
+        );
         assert!(err.to_string().contains(needle), "{name}: {err}");
     };
     ks_case(
@@ -540,27 +555,30 @@ fn mat_compressed_and_bad_input() {
     // Truncated in the header, in an element, and in a compressed element.
     assert!(matches!(
         check(&bytes[..100], "header"),
-        Error::Truncated { needed: 128, .. }
+        Error::Io(dspk_io::Error::Truncated { needed: 128, .. })
     ));
     assert!(matches!(
         check(&bytes[..500], "truncated"),
-        Error::Truncated { .. }
+        Error::Io(dspk_io::Error::Truncated { .. })
     ));
     let z = compressed_mat();
     assert!(matches!(
         check(&z[..z.len() - 10], "truncated"),
-        Error::Truncated { .. }
+        Error::Io(dspk_io::Error::Truncated { .. })
     ));
 
     let mut wrong = bytes.clone();
     wrong[126..128].copy_from_slice(b"XY");
     assert!(matches!(
         check(&wrong, "endian indicator is \"XY\""),
-        Error::Invalid { .. }
+        Error::Io(dspk_io::Error::Invalid { .. })
     ));
     let mut v73 = bytes.clone();
     v73[124..126].copy_from_slice(&0x0200u16.to_le_bytes());
-    assert!(matches!(check(&v73, "v7.3"), Error::Unsupported { .. }));
+    assert!(matches!(
+        check(&v73, "v7.3"),
+        Error::Io(dspk_io::Error::Unsupported { .. })
+    ));
 
     // chanMap's dimensions (4, 1) made absurd: refused before any allocation.
     let mut absurd = bytes.clone();
@@ -568,19 +586,22 @@ fn mat_compressed_and_bad_input() {
     absurd[dims..dims + 8].copy_from_slice(&[0xff, 0xff, 0xff, 0x7f, 0xff, 0xff, 0xff, 0x7f]);
     assert!(matches!(
         check(&absurd, "dimensions [2147483647, 2147483647]"),
-        Error::Invalid { .. }
+        Error::Io(dspk_io::Error::Invalid { .. })
     ));
     // An element whose byte count runs past the end of the file.
     let mut long = bytes.clone();
     long[132..136].copy_from_slice(&u32::MAX.to_le_bytes());
-    assert!(matches!(check(&long, "truncated"), Error::Truncated { .. }));
+    assert!(matches!(
+        check(&long, "truncated"),
+        Error::Io(dspk_io::Error::Truncated { .. })
+    ));
 
     // chanMap as a cell array: unsupported, naming the variable.
     let mut cell = bytes.clone();
     cell[0x90] = 1;
     assert!(matches!(
         check(&cell, "variable `chanMap` is a cell array"),
-        Error::Unsupported { .. }
+        Error::Io(dspk_io::Error::Unsupported { .. })
     ));
     // A missing variable.
     let mut renamed = bytes.clone();
@@ -588,7 +609,7 @@ fn mat_compressed_and_bad_input() {
     renamed[at + 6] = b'z';
     assert!(matches!(
         check(&renamed, "variable `xcoords` is missing"),
-        Error::Missing { .. }
+        Error::Io(dspk_io::Error::Missing { .. })
     ));
     // chanMap0ind that disagrees with chanMap.
     let mut disagree = bytes.clone();

@@ -1,4 +1,4 @@
-//! SpikeGLX reader against the `../shared/fixtures/spikeglx` fixtures and corrupted copies.
+//! SpikeGLX reader against the `tests/fixtures/spikeglx` fixtures and corrupted copies.
 
 mod common;
 
@@ -260,7 +260,7 @@ fn bad_input_gives_errors_naming_the_file() {
     std::fs::write(&bin, &data[..29_990]).unwrap();
     let error = open_err(&bin);
     assert!(
-        matches!(&error, Error::Truncated { path, needed: 30_000, actual: 29_990, .. } if path == &bin),
+        matches!(&error, Error::Io(dspk_io::Error::Truncated { path, needed: 30_000, actual: 29_990, .. }) if path == &bin),
         "{error}"
     );
 
@@ -268,7 +268,7 @@ fn bad_input_gives_errors_naming_the_file() {
     let bin = corrupted_copy(NP1, "lying-size", |m| set_key(&m, "fileSizeBytes", "20000"));
     let error = open_err(&bin);
     assert!(
-        matches!(&error, Error::Invalid { path, problem } if path == &bin && problem.contains("20000")),
+        matches!(&error, Error::Io(dspk_io::Error::Invalid { path, problem }) if path == &bin && problem.contains("20000")),
         "{error}"
     );
     let bin = corrupted_copy(NP1, "partial-size", |m| {
@@ -276,7 +276,7 @@ fn bad_input_gives_errors_naming_the_file() {
     });
     let error = open_err(&bin);
     assert!(
-        matches!(&error, Error::Invalid { path, .. } if path == &bin.with_extension("meta")),
+        matches!(&error, Error::Io(dspk_io::Error::Invalid { path, .. }) if path == &bin.with_extension("meta")),
         "{error}"
     );
 
@@ -285,18 +285,21 @@ fn bad_input_gives_errors_naming_the_file() {
     std::fs::remove_file(bin.with_extension("meta")).unwrap();
     let error = open_err(&bin);
     assert!(
-        matches!(&error, Error::Missing { path, what } if path == &bin && what.contains(".meta")),
+        matches!(&error, Error::Io(dspk_io::Error::Missing { path, what }) if path == &bin && what.contains(".meta")),
         "{error}"
     );
     let bin = corrupted_copy(NP1, "no-bin", |m| m);
     std::fs::remove_file(&bin).unwrap();
-    assert!(matches!(open_err(&bin), Error::Missing { .. }));
+    assert!(matches!(
+        open_err(&bin),
+        Error::Io(dspk_io::Error::Missing { .. })
+    ));
 
     // Unknown probe type, named.
     let bin = corrupted_copy(NP1, "probe-type", |m| set_key(&m, "imDatPrb_type", "4242"));
     let error = open_err(&bin);
     assert!(
-        matches!(&error, Error::Unsupported { path, what } if path == &bin.with_extension("meta") && what.contains("4242")),
+        matches!(&error, Error::Io(dspk_io::Error::Unsupported { path, what }) if path == &bin.with_extension("meta") && what.contains("4242")),
         "{error}"
     );
 
@@ -304,7 +307,7 @@ fn bad_input_gives_errors_naming_the_file() {
     let bin = corrupted_copy(NP1, "saved-chans", |m| set_key(&m, "nSavedChans", "6"));
     let error = open_err(&bin);
     assert!(
-        matches!(&error, Error::Invalid { problem, .. } if problem.contains("snsSaveChanSubset")),
+        matches!(&error, Error::Io(dspk_io::Error::Invalid { problem, .. }) if problem.contains("snsSaveChanSubset")),
         "{error}"
     );
 
@@ -314,7 +317,7 @@ fn bad_input_gives_errors_naming_the_file() {
     });
     let error = open_err(&bin);
     assert!(
-        matches!(&error, Error::Invalid { problem, .. } if problem.contains("snsChanMap")),
+        matches!(&error, Error::Io(dspk_io::Error::Invalid { problem, .. }) if problem.contains("snsChanMap")),
         "{error}"
     );
 
@@ -328,13 +331,16 @@ fn bad_input_gives_errors_naming_the_file() {
     });
     let error = open_err(&bin);
     assert!(
-        matches!(&error, Error::Invalid { problem, .. } if problem.contains("imroTbl")),
+        matches!(&error, Error::Io(dspk_io::Error::Invalid { problem, .. }) if problem.contains("imroTbl")),
         "{error}"
     );
     let bin = corrupted_copy(NP1, "subset", |m| {
         set_key(&m, "snsSaveChanSubset", "0:3,769")
     });
-    assert!(matches!(open_err(&bin), Error::Invalid { .. }));
+    assert!(matches!(
+        open_err(&bin),
+        Error::Io(dspk_io::Error::Invalid { .. })
+    ));
 
     // Geometry map with a wrong number of entries; a line without `=`.
     let bin = corrupted_copy(NP1, "geom", |m| {
@@ -342,13 +348,13 @@ fn bad_input_gives_errors_naming_the_file() {
     });
     let error = open_err(&bin);
     assert!(
-        matches!(&error, Error::Invalid { problem, .. } if problem.contains("snsGeomMap")),
+        matches!(&error, Error::Io(dspk_io::Error::Invalid { problem, .. }) if problem.contains("snsGeomMap")),
         "{error}"
     );
     let bin = corrupted_copy(NP1, "syntax", |m| format!("{m}\nnot a pair\n"));
     let error = open_err(&bin);
     assert!(
-        matches!(&error, Error::Invalid { problem, .. } if problem.contains("key=value")),
+        matches!(&error, Error::Io(dspk_io::Error::Invalid { problem, .. }) if problem.contains("key=value")),
         "{error}"
     );
     remove_copies();
@@ -381,7 +387,7 @@ fn lf_stream_uses_lf_gains() {
     // A snsApLfSy that disagrees with the subset.
     let bad = corrupted_copy(NP1, "lf-counts", |m| set_key(&m, "snsApLfSy", "0,4,1"));
     assert!(
-        matches!(open_err(&bad), Error::Invalid { problem, .. } if problem.contains("snsApLfSy"))
+        matches!(open_err(&bad), Error::Io(dspk_io::Error::Invalid { problem, .. }) if problem.contains("snsApLfSy"))
     );
     remove_copies();
 }
@@ -435,7 +441,7 @@ fn nidq_stream_has_volts_and_digital_words() {
     assert_eq!(word, (0..SAMPLES).map(sync_value).collect::<Vec<_>>());
     assert!(matches!(
         rec.read_sync(0..1, &mut [0]),
-        Err(Error::Missing { .. })
+        Err(Error::Io(dspk_io::Error::Missing { .. }))
     ));
     check_recording_source(&rec);
     remove_copies();

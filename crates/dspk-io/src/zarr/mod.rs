@@ -9,11 +9,13 @@
 //!   properties/offset_to_uV/        [channels], float64
 //! ```
 
+mod chunks;
 mod reader;
 mod writer;
 
 use std::sync::Arc;
 
+pub use chunks::{MAX_ZARR_SAMPLES, MissingChunks, check_zarr_extent, retrieve_zarr_chunk};
 pub use reader::ZarrRecording;
 pub use writer::{ZarrWriteOptions, write_zarr};
 
@@ -38,6 +40,10 @@ pub struct ZarrOptions {
     ///
     /// > default: 512 MiB.
     pub max_chunk_bytes: usize,
+    /// What a chunk inside `traces_seg0`'s shape that the store lacks reads as.
+    ///
+    /// > default: [`MissingChunks::Error`] (and the last chunk must exist at open).
+    pub missing_chunks: MissingChunks,
 }
 
 impl Default for ZarrOptions {
@@ -45,6 +51,7 @@ impl Default for ZarrOptions {
         Self {
             cache: Arc::new(ChunkCache::default()),
             max_chunk_bytes: 512 << 20,
+            missing_chunks: MissingChunks::Error,
         }
     }
 }

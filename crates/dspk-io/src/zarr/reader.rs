@@ -14,9 +14,11 @@ use zarrs::array::{
 use zarrs::group::Group;
 use zarrs::storage::{ReadableStorage, ReadableStorageTraits};
 
-use super::{DSPK_RATE_ATTR, DSPK_UNITS_ATTR, ZarrOptions};
+use super::chunks::{MissingChunks, check_zarr_extent, chunk_exists, missing_chunk};
+use super::{DSPK_RATE_ATTR, DSPK_UNITS_ATTR, ZarrOptions, retrieve_zarr_chunk};
 use crate::cache::{ChunkCache, ChunkKey};
 use crate::dtype::{ByteOrder, to_little_endian};
+use crate::file::check_readable;
 use crate::raw::parse_sample_rate;
 use crate::{Error, Result};
 
@@ -36,6 +38,13 @@ const MAX_CHANNELS: u64 = 1 << 20;
 /// then means an inner chunk, indexed on the inner-chunk grid. A chunk larger than
 /// [`ZarrOptions::max_chunk_bytes`] is refused before it is decoded.
 ///
+/// A chunk inside the declared shape that the store lacks (deleted, or a shape larger than
+/// the data) is an error naming its key, unless [`ZarrOptions::missing_chunks`] asks for the
+/// fill value; a shape of more than [`MAX_ZARR_SAMPLES`](super::MAX_ZARR_SAMPLES) samples, or
+/// whose last chunk is missing, is refused at open. For a sharded array a missing shard is
+/// missing; an inner chunk absent from a present shard is the fill value (the sharding codec
+/// stores all-fill inner chunks that way).
+///
 /// Gains are in microvolts (unit `uV`); a store without `properties/gain_to_uV` reads with gain
 /// 1, offset 0 and no unit. Stores written by [`write_zarr`](super::write_zarr) also keep the
 /// exact rate and the channels' units in root attributes.
@@ -50,6 +59,7 @@ pub struct ZarrRecording {
     array_id: u64,
     cache: Arc<ChunkCache>,
     max_chunk_bytes: usize,
+    missing_chunks: MissingChunks,
 }
 
 impl std::fmt::Debug for ZarrRecording {
@@ -76,15 +86,23 @@ impl ZarrRecording {
     ///
     /// # Errors
     ///
-    /// [`Error::Library`] if the folder cannot be opened as a store; otherwise as
+    /// [`Error::NotFound`] if `path` does not exist; [`Error::Io`] if it or its
+    /// `traces_seg0` folder cannot be listed (permission denied); [`Error::Invalid`] if it is
+    /// a file; [`Error::Library`] if the folder cannot be opened as a store; otherwise as
     /// [`open_store`](Self::open_store).
     pub fn open_with(path: impl AsRef<Path>, options: ZarrOptions) -> Result<Self> {
         let path = path.as_ref();
+        check_readable(path)?;
         if !path.is_dir() {
-            return Err(Error::Missing {
-                path: path.to_path_buf(),
-                what: "the Zarr store folder".into(),
-            });
+            return Err(Error::invalid(
+                path,
+                "is a file, expected a Zarr store folder",
+            ));
+        }
+        // A folder that cannot be listed would read as an array that is missing.
+        let traces = path.join("traces_seg0");
+        if traces.is_dir() {
+            check_readable(&traces)?;
         }
         let store = zarrs::filesystem::FilesystemStore::new(path)
             .map_err(|e| Error::library(path, "opening the store", e))?;
@@ -100,7 +118,10 @@ impl ZarrRecording {
     /// `channel_ids` or properties; [`Error::Invalid`] if the root has no valid
     /// `sampling_frequency`, holds several segments, the traces are not two-dimensional or not
     /// int16/uint16/int32/float32, more than 2^20 channels are declared, or channel ids or
-    /// properties have the wrong length or dtype.
+    /// properties have the wrong length or dtype, or more than
+    /// [`MAX_ZARR_SAMPLES`](super::MAX_ZARR_SAMPLES) samples are declared;
+    /// [`Error::MissingChunk`] if the chunk holding the last declared sample is not in the
+    /// store (unless [`ZarrOptions::missing_chunks`] is [`MissingChunks::FillValue`]).
     pub fn open_store(store: ReadableStorage, path: &Path, options: ZarrOptions) -> Result<Self> {
         let root = Group::open(store.clone(), "/")
             .map_err(|e| Error::library(path, "reading the root group's metadata", e))?;
@@ -149,6 +170,7 @@ impl ZarrRecording {
                 ),
             ));
         };
+        check_zarr_extent(&traces, path, "traces_seg0", options.missing_chunks)?;
         let data_type = traces.data_type();
         let format = if data_type.is::<Int16DataType>() {
             SampleFormat::I16
@@ -246,6 +268,7 @@ impl ZarrRecording {
             array_id: ChunkCache::new_array_id(),
             cache: options.cache,
             max_chunk_bytes: options.max_chunk_bytes,
+            missing_chunks: options.missing_chunks,
         })
     }
 
@@ -280,18 +303,25 @@ impl ZarrRecording {
         self.cache.get_or_decode(key, || {
             let decoded: ArrayBytes<'static> = match &self.shards {
                 Some(shards) => {
+                    self.check_shard_of(chunk)?;
                     self.traces
                         .retrieve_subchunk_opt(shards, &chunk, &CodecOptions::default())
+                        .map_err(|e| {
+                            Error::library(
+                                &self.path,
+                                format!("decoding chunk {chunk:?} of `traces_seg0`"),
+                                e,
+                            )
+                        })?
                 }
-                None => self.traces.retrieve_chunk(&chunk),
-            }
-            .map_err(|e| {
-                Error::library(
+                None => retrieve_zarr_chunk(
+                    &self.traces,
+                    &chunk,
                     &self.path,
-                    format!("decoding chunk {chunk:?} of `traces_seg0`"),
-                    e,
-                )
-            })?;
+                    "traces_seg0",
+                    self.missing_chunks,
+                )?,
+            };
             let mut decoded = decoded
                 .into_fixed()
                 .map_err(|e| {
@@ -346,6 +376,44 @@ impl ZarrRecording {
             }
         }
         Ok(())
+    }
+
+    /// With [`MissingChunks::Error`], checks that the shard holding inner chunk `chunk` is in
+    /// the store (`zarrs` reads a missing shard as the fill value).
+    fn check_shard_of(&self, chunk: [u64; 2]) -> Result<()> {
+        if self.missing_chunks == MissingChunks::FillValue {
+            return Ok(());
+        }
+        let no_shard = || {
+            Error::invalid(
+                &self.path,
+                format!("the shard grid of `traces_seg0` has no shard for inner chunk {chunk:?}"),
+            )
+        };
+        let origin = self
+            .grid
+            .subset(&chunk)
+            .ok()
+            .flatten()
+            .map(|subset| subset.start().to_vec())
+            .ok_or_else(no_shard)?;
+        let shard = self
+            .traces
+            .chunk_grid()
+            .chunk_indices(&origin)
+            .ok()
+            .flatten()
+            .ok_or_else(no_shard)?;
+        if chunk_exists(&self.traces, &shard, &self.path)? {
+            Ok(())
+        } else {
+            Err(missing_chunk(
+                &self.traces,
+                &shard,
+                "traces_seg0",
+                &self.path,
+            ))
+        }
     }
 
     fn grid_error(&self, t: u64, channel: usize) -> Error {

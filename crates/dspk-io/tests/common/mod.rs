@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 
 use dspk_core::RecordingSource;
 
-/// `../shared/fixtures` of the repository (the crate is at `crates/dspk-io`).
+/// The workspace's `tests/fixtures` folder (this crate is at `crates/dspk-io`).
 pub fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
 }
 
 /// This crate's own test files (`tests/data`, written by `tests/data/make_npy.py`).
@@ -32,7 +32,7 @@ pub const GAINS: [f64; 4] = [0.195, 0.5, 1.0, 2.34375];
 pub const OFFSETS: [f64; 4] = [0.0, -10.0, 5.5, 100.0];
 pub const IDS: [&str; 4] = ["A0", "A1", "A2", "A3"];
 
-/// The stored matrix `v[t][c]` of `../shared/fixtures/README.md`, from its formula.
+/// The stored matrix `v[t][c]` of `tests/fixtures/README.md`, from its formula.
 pub fn matrix_value(t: usize, c: usize) -> i16 {
     if t == 100 {
         return i16::MAX;

@@ -1,4 +1,4 @@
-"""Writes fixture_npy_reference.json: for every .npy file under ../shared/fixtures, what numpy
+"""Writes fixture_npy_reference.json: for every .npy file under tests/fixtures, what numpy
 reads (dtype, shape, Fortran order, and the values in C order, or for larger arrays their sum,
 an order-sensitive weighted sum and the first ten values), so the tests need no Python.
 
@@ -11,7 +11,7 @@ import os
 
 import numpy as np
 
-root = os.path.join("..", "..", "..", "..", "..", "shared", "fixtures")
+root = os.path.join("..", "..", "..", "..", "tests", "fixtures")
 reference = {}
 for path in sorted(glob.glob(os.path.join(root, "**", "*.npy"), recursive=True)):
     a = np.load(path, allow_pickle=False)

@@ -1,6 +1,6 @@
 """Writes the small .npy/.npz test files of dspk-io's tests (run from this folder).
 
-Requires numpy. The stored matrix is the one of ../shared/fixtures/README.md, computed here
+Requires numpy. The stored matrix is the one of tests/fixtures/README.md (workspace root), computed here
 from its formula, so the files need nothing else.
 """
 

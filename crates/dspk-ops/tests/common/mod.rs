@@ -99,3 +99,9 @@ impl Reference {
             .unwrap_or_else(|| panic!("reference {} has no key {key}", self.name))
     }
 }
+
+/// `len` seeded pseudo-random values uniform in `[-0.5, 0.5)`, for property tests.
+pub(crate) fn noise(len: usize, seed: u64) -> Vec<f64> {
+    let mut rng = dspk_core::test_util::Rng::new(seed);
+    (0..len).map(|_| rng.uniform(-0.5, 0.5)).collect()
+}

@@ -2,6 +2,7 @@
 
 use std::f64::consts::TAU;
 
+use dspk_core::rng::SplitMix64;
 use dspk_core::{
     ChannelInfo, ReadRequest, RecordingInfo, RecordingSource, SampleFormat, SampleRate,
 };
@@ -242,43 +243,14 @@ pub struct GroundTruthRecording {
     after: usize,
 }
 
-/// The `SplitMix64` output function: a well-mixed 64-bit hash of `z`.
-const fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
+/// The generator of stream `stream`, for the draws made once (units, spike trains).
+const fn stream_rng(seed: u64, stream: u64) -> SplitMix64 {
+    SplitMix64::new(SplitMix64::mix(seed ^ SplitMix64::at(stream, 0)))
 }
 
-/// The `SplitMix64` increment.
-const GOLDEN: u64 = 0x9E37_79B9_7F4A_7C15;
-
-/// `SplitMix64`: a sequential generator for the draws made once (units, spike trains).
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn new(seed: u64, stream: u64) -> Self {
-        Self(mix(seed ^ mix(stream.wrapping_add(GOLDEN))))
-    }
-
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(GOLDEN);
-        mix(self.0)
-    }
-
-    /// Uniform in `[0, 1)`.
-    fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    fn uniform(&mut self, range: [f64; 2]) -> f64 {
-        range[0] + (range[1] - range[0]) * self.unit()
-    }
-
-    /// Standard normal (Box-Muller).
-    fn normal(&mut self) -> f64 {
-        let u = 1.0 - self.unit();
-        (-2.0 * u.ln()).sqrt() * (TAU * self.unit()).cos()
-    }
+/// Uniform in `[low, high)`.
+fn uniform(random: &mut SplitMix64, [low, high]: [f64; 2]) -> f64 {
+    random.uniform(low, high)
 }
 
 /// Stream ids of the hashed noise; the index (channel, row) goes in the low bits.
@@ -290,7 +262,7 @@ const STREAM_TRAIN: u64 = 5 << 48;
 
 /// The key of noise stream `stream`.
 fn stream_key(seed: u64, stream: u64) -> u64 {
-    mix(seed ^ mix(stream))
+    SplitMix64::mix(seed ^ SplitMix64::mix(stream))
 }
 
 /// Standard normal values of a hashed noise stream for samples `start..start + out.len()`:
@@ -299,7 +271,7 @@ fn stream_key(seed: u64, stream: u64) -> u64 {
 fn normals(key: u64, start: u64, out: &mut [f64]) {
     for (k, value) in out.iter_mut().enumerate() {
         let s = start + k as u64;
-        let h = mix(key.wrapping_add((s / 2).wrapping_add(1).wrapping_mul(GOLDEN)));
+        let h = SplitMix64::at(key, s / 2);
         let u1 = ((h >> 32) + 1) as f64 / 4_294_967_296.0;
         let u2 = (h & 0xFFFF_FFFF) as f64 / 4_294_967_296.0;
         let radius = (-2.0 * u1.ln()).sqrt();
@@ -465,17 +437,20 @@ impl GroundTruthRecording {
         let height = positions.last().map_or(0.0, |p| p[1]);
         let units: Vec<SyntheticUnit> = (0..config.units)
             .map(|u| {
-                let mut random = SplitMix::new(config.seed, STREAM_UNIT | u as u64);
-                let position = [random.uniform(x_range), random.uniform([0.0, height])];
-                let depth_um = random.uniform(DEPTH_UM);
-                let amplitude_uv = random.uniform(config.amplitude_uv);
-                let firing_rate_hz = random.uniform(config.firing_rate_hz);
+                let mut random = stream_rng(config.seed, STREAM_UNIT | u as u64);
+                let position = [
+                    uniform(&mut random, x_range),
+                    uniform(&mut random, [0.0, height]),
+                ];
+                let depth_um = uniform(&mut random, DEPTH_UM);
+                let amplitude_uv = uniform(&mut random, config.amplitude_uv);
+                let firing_rate_hz = uniform(&mut random, config.firing_rate_hz);
                 // Trough sigma 0.12..0.22 ms; repolarisation 0.45..0.75 ms later, sigma
                 // 0.35..0.6 ms, 0.2..0.45 of the trough.
-                let trough = random.uniform([0.12e-3, 0.22e-3]);
-                let delay = random.uniform([0.45e-3, 0.75e-3]);
-                let width = random.uniform([0.35e-3, 0.6e-3]);
-                let ratio = random.uniform([0.2, 0.45]);
+                let trough = uniform(&mut random, [0.12e-3, 0.22e-3]);
+                let delay = uniform(&mut random, [0.45e-3, 0.75e-3]);
+                let width = uniform(&mut random, [0.35e-3, 0.6e-3]);
+                let ratio = uniform(&mut random, [0.2, 0.45]);
                 let shape = |t: f64| {
                     -(-0.5 * (t / trough).powi(2)).exp()
                         + ratio * (-0.5 * ((t - delay) / width).powi(2)).exp()
@@ -539,9 +514,10 @@ impl GroundTruthRecording {
             if unit.firing_rate_hz <= 0.0 {
                 continue;
             }
-            let mut random = SplitMix::new(self.config.seed, STREAM_TRAIN | u as u64);
+            let mut random = stream_rng(self.config.seed, STREAM_TRAIN | u as u64);
             let mean_gap = (rate / unit.firing_rate_hz - refractory).max(0.0);
-            let mut sample = self.before as f64 + (-(1.0 - random.unit()).ln() * mean_gap).floor();
+            let mut sample =
+                self.before as f64 + (-(1.0 - random.next_f64()).ln() * mean_gap).floor();
             while sample < last as f64 {
                 let scale = (1.0 + self.config.amplitude_jitter * random.normal()).clamp(0.5, 1.5);
                 let at = sample as u64;
@@ -553,7 +529,7 @@ impl GroundTruthRecording {
                     position,
                     amplitude_uv: unit.amplitude_uv * scale,
                 });
-                sample += refractory + (-(1.0 - random.unit()).ln() * mean_gap).floor();
+                sample += refractory + (-(1.0 - random.next_f64()).ln() * mean_gap).floor();
             }
         }
         spikes.sort_by_key(|s| (s.sample, s.unit));

@@ -148,12 +148,12 @@ impl Reader<'_> {
             .checked_add(n)
             .filter(|&end| end <= self.bytes.len());
         let Some(end) = end else {
-            return Err(Error::Truncated {
+            return Err(Error::Io(dspk_io::Error::Truncated {
                 path: self.path.to_path_buf(),
                 what: format!("the .rhd header ({what} at byte {})", self.at),
                 needed: self.at as u64 + n as u64,
                 actual: self.bytes.len() as u64,
-            });
+            }));
         };
         let slice = &self.bytes[self.at..end];
         self.at = end;
@@ -236,10 +236,10 @@ impl RhdHeader {
     ///
     /// # Errors
     ///
-    /// [`Error::Invalid`] for a wrong magic number, a negative count, a flag that is not 0/1,
+    /// [`dspk_io::Error::Invalid`] for a wrong magic number, a negative count, a flag that is not 0/1,
     /// an unknown signal type or notch mode, a string with an odd or absurd length or invalid
-    /// UTF-16, a non-positive sample rate; [`Error::Unsupported`] for a file version other
-    /// than 1.x, 2.x or 3.x; [`Error::Truncated`] when `bytes` ends inside the header.
+    /// UTF-16, a non-positive sample rate; [`dspk_io::Error::Unsupported`] for a file version other
+    /// than 1.x, 2.x or 3.x; [`dspk_io::Error::Truncated`] when `bytes` ends inside the header.
     pub fn parse(bytes: &[u8], path: &Path) -> Result<Self> {
         let mut r = Reader { bytes, at: 0, path };
         let magic = r.u32("magic number")?;

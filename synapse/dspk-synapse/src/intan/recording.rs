@@ -49,8 +49,8 @@ impl IntanRecording {
     /// # Errors
     ///
     /// [`Error::Io`] if the file cannot be read; the header's errors
-    /// ([`RhdHeader::parse`]); [`Error::Invalid`] for a file without saved amplifier channels;
-    /// [`Error::Truncated`] for data that ends inside a block; [`Error::Unsupported`] for the
+    /// ([`RhdHeader::parse`]); [`dspk_io::Error::Invalid`] for a file without saved amplifier channels;
+    /// [`dspk_io::Error::Truncated`] for data that ends inside a block; [`dspk_io::Error::Unsupported`] for the
     /// header-only `info.rhd` of the one-file-per-signal-type layout.
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
@@ -82,7 +82,7 @@ impl IntanRecording {
         }
         let num_blocks = data_len / block_bytes;
         if data_len % block_bytes != 0 {
-            return Err(Error::Truncated {
+            return Err(Error::Io(dspk_io::Error::Truncated {
                 path: path.to_path_buf(),
                 what: format!(
                     "{} data blocks of {block_bytes} bytes after a {}-byte header (the data \
@@ -93,7 +93,7 @@ impl IntanRecording {
                 ),
                 needed: header.header_len + (num_blocks + 1) * block_bytes,
                 actual: file.len(),
-            });
+            }));
         }
         let n = header.samples_per_block() as u64;
         let num_samples = num_blocks * n;
@@ -244,10 +244,12 @@ fn read_header(file: &DataFile) -> Result<RhdHeader> {
         let mut bytes = vec![0u8; limit as usize];
         file.read_exact_at(0, &mut bytes)?;
         match RhdHeader::parse(&bytes, path) {
-            Err(Error::Truncated { .. }) if limit < file.len() && limit < METADATA_LIMIT => {
+            Err(Error::Io(dspk_io::Error::Truncated { .. }))
+                if limit < file.len() && limit < METADATA_LIMIT =>
+            {
                 limit = file.len().min(METADATA_LIMIT);
             }
-            Err(Error::Truncated { needed, .. }) if limit < file.len() => {
+            Err(Error::Io(dspk_io::Error::Truncated { needed, .. })) if limit < file.len() => {
                 return Err(Error::invalid(
                     path,
                     format!(

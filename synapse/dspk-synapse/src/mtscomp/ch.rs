@@ -66,10 +66,10 @@ impl ChFile {
     ///
     /// # Errors
     ///
-    /// [`Error::Invalid`] for JSON that is not a `.ch`, a `shape` that disagrees with
+    /// [`dspk_io::Error::Invalid`] for JSON that is not a `.ch`, a `shape` that disagrees with
     /// `n_channels`, chunk bounds or offsets that do not ascend from 0 (bounds to
     /// `shape[0]`), lists of different lengths, or a chunk over [`MAX_CHUNK_BYTES`] decoded;
-    /// [`Error::Unsupported`] for a version other than 1.0, an algorithm other than zlib, a
+    /// [`dspk_io::Error::Unsupported`] for a version other than 1.0, an algorithm other than zlib, a
     /// dtype other than int16 or a C chunk order.
     pub fn parse(bytes: &[u8], path: &Path) -> Result<Self> {
         let json: ChJson = serde_json::from_slice(bytes)
@@ -269,17 +269,17 @@ impl ChFile {
     ///
     /// # Errors
     ///
-    /// [`Error::Truncated`] naming `cbin` if it is shorter than the last offset;
-    /// [`Error::Invalid`] if it is longer, or a chunk's sizes are impossible.
+    /// [`dspk_io::Error::Truncated`] naming `cbin` if it is shorter than the last offset;
+    /// [`dspk_io::Error::Invalid`] if it is longer, or a chunk's sizes are impossible.
     pub fn check_file_length(&self, cbin: &Path, len: u64) -> Result<()> {
         let end = self.chunk_offsets[self.num_chunks()];
         if len < end {
-            return Err(Error::Truncated {
+            return Err(Error::Io(dspk_io::Error::Truncated {
                 path: cbin.to_path_buf(),
                 what: format!("{} compressed chunks", self.num_chunks()),
                 needed: end,
                 actual: len,
-            });
+            }));
         }
         if len > end {
             return Err(Error::invalid(
@@ -325,7 +325,7 @@ impl ChFile {
     ///
     /// # Errors
     ///
-    /// [`Error::Library`] naming `cbin` if the zlib stream is corrupt; [`Error::Invalid`] if
+    /// [`dspk_io::Error::Library`] naming `cbin` if the zlib stream is corrupt; [`dspk_io::Error::Invalid`] if
     /// it inflates to another size than the chunk's.
     ///
     /// # Panics

@@ -195,9 +195,9 @@ impl MtscompRecording {
     ///
     /// # Errors
     ///
-    /// [`Error::Missing`] if the `.ch` or the `.cbin` is missing; the errors of
+    /// [`dspk_io::Error::Missing`] if the `.ch` or the `.cbin` is missing; the errors of
     /// [`ChFile::parse`] and [`ChFile::check_file_length`]; with a `.meta`, those of
-    /// [`Meta::stream`] and [`Meta::probe`], and [`Error::Invalid`] if its `nSavedChans` or
+    /// [`Meta::stream`] and [`Meta::probe`], and [`dspk_io::Error::Invalid`] if its `nSavedChans` or
     /// `fileSizeBytes` disagree with the `.ch`'s shape; [`Error::Io`] if a file cannot be
     /// read.
     pub fn open_with_cache(path: impl AsRef<Path>, cache: Arc<ChunkCache>) -> Result<Self> {
@@ -321,7 +321,7 @@ impl MtscompRecording {
     /// # Errors
     ///
     /// [`Error::Argument`] if `word` does not exist or `out` is not `samples` long;
-    /// [`Error::Core`] for a range past the end or a failed decode.
+    /// [`dspk_io::Error::Core`] for a range past the end or a failed decode.
     pub fn read_digital(&self, word: usize, samples: Range<u64>, out: &mut [u16]) -> Result<()> {
         spikeglx::read_words(
             &self.columns,
@@ -338,7 +338,7 @@ impl MtscompRecording {
     ///
     /// # Errors
     ///
-    /// [`Error::Missing`] without a `.meta` or a saved `SY0` column; otherwise as
+    /// [`dspk_io::Error::Missing`] without a `.meta` or a saved `SY0` column; otherwise as
     /// [`read_digital`](Self::read_digital).
     pub fn read_sync(&self, samples: Range<u64>, out: &mut [u16]) -> Result<()> {
         if !self.stream().is_some_and(spikeglx::has_sync) {

@@ -28,29 +28,14 @@
 //! `ElectricalSeries` in `/acquisition` in name order ([`NwbRecording::open`]);
 //! [`list_electrical_series`] lists them.
 //!
-//! # The HDF5 library
+//! # Reading
 //!
-//! HDF5 files are read with [`hdf5_reader`] 0.12 (pure Rust, read-only, MIT OR Apache-2.0, no C
-//! library, no build script; from the `netcdf-rust` project, which also reads NetCDF-4 through
-//! it). It reads every layout these files use: contiguous and chunked data (B-tree v1/v2,
-//! fixed and extensible array chunk indexes), the gzip and shuffle filters, variable-length
-//! string attributes and datasets, object references, and hyperslabs that decode only the
-//! chunks they overlap, with a chunk cache whose counters show it (the tests check them). Its
-//! documentation states reads hardened against malformed files (bounds-checked, allocations
-//! bounded by the file size and by limits we set: decoded chunks at most [`MAX_CHUNK_BYTES`]);
-//! the truncated and foreign files in the tests give errors, no panics. Built without its
-//! default features (no rayon, no lz4), it adds 20 crates to this crate's normal dependency
-//! tree (`cargo tree -e normal`: 283 -> 303), mostly `ndarray`, `lru` and `memmap2`.
-//! Alternatives, judged from their documentation: `hdf5`/`hdf5-metno` bind libhdf5 (C);
-//! `hdf5-rust` documents chunked reads of uncompressed data only; `rust-hdf5` (MIT only) and
-//! `hdf5-pure` are read-write libraries with a wider scope and were not needed.
-//!
-//! A window of chunked data decodes only the chunks it overlaps (the library's chunk cache, 64
-//! MiB, keeps decoded chunks for the next window; [`NwbRecording::cache_stats`] counts decodes).
-//! Contiguous data is read with positional reads at its offset in the file through
-//! [`dspk_io::RawRecording`] straight into the caller's buffer: the library's hyperslab reads
-//! reached only 173 MB/s on a 73 MB contiguous dataset (71 MB/s on gzip-4 chunks, inflation
-//! included; release build, 30 000-sample windows of 64 channels; not profiled further).
+//! HDF5 files are read with [`hdf5_reader`] (pure Rust, read-only; why:
+//! `docs/decisions/0001-hdf5-reader-for-nwb.md`). Contiguous data is read with positional
+//! reads at its offset in the file through [`dspk_io::RawRecording`], straight into the
+//! caller's buffer (`docs/decisions/0002-nwb-contiguous-data-positional-reads.md`). A window
+//! of chunked data decodes only the chunks it overlaps (the library's chunk cache, 64 MiB,
+//! keeps decoded chunks for the next window; [`NwbRecording::cache_stats`] counts decodes).
 //! NWB-Zarr chunks are decoded with `zarrs` one chunk at a time through a
 //! [`dspk_io::ChunkCache`].
 //!
@@ -69,7 +54,7 @@ use dspk_core::{
     ChannelInfo, RationalTime, ReadRequest, RecordingInfo, RecordingSource, SampleFormat,
     SampleRate,
 };
-use dspk_io::{CacheStats, Detection, Format};
+use dspk_io::{CacheStats, Detection, Format, MissingChunks};
 
 use crate::probe::{Contact, Probe};
 use crate::{Error, Result};
@@ -181,7 +166,7 @@ fn is_zarr(path: &Path) -> bool {
 ///
 /// # Errors
 ///
-/// [`Error::Missing`] if the file or `/acquisition` does not exist, [`Error::Library`] if the
+/// [`dspk_io::Error::Missing`] if the file or `/acquisition` does not exist, [`dspk_io::Error::Library`] if the
 /// file is not HDF5 (or the folder not a Zarr store) or the library fails on it.
 pub fn list_electrical_series(path: impl AsRef<Path>) -> Result<Vec<String>> {
     let path = path.as_ref();
@@ -213,7 +198,7 @@ impl NwbRecording {
     ///
     /// # Errors
     ///
-    /// [`Error::Missing`] if there is no `ElectricalSeries`; otherwise as
+    /// [`dspk_io::Error::Missing`] if there is no `ElectricalSeries`; otherwise as
     /// [`open_series`](Self::open_series).
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
@@ -232,18 +217,38 @@ impl NwbRecording {
     ///
     /// # Errors
     ///
-    /// [`Error::Missing`] naming the series there are if `name` is not one of them, or a
+    /// [`dspk_io::Error::Missing`] naming the series there are if `name` is not one of them, or a
     /// required member (`data`, `electrodes`, `starting_time`/`timestamps`, the electrodes
-    /// table) is missing; [`Error::Invalid`] if `data` is not 2-D int16, `channel_conversion`,
+    /// table) is missing; [`dspk_io::Error::Invalid`] if `data` is not 2-D int16, `channel_conversion`,
     /// `electrodes` or `timestamps` disagree with the data's shape, an electrode index is
     /// outside the table, the rate is not positive or the timestamps are not uniform;
-    /// [`Error::Library`] for files the HDF5/Zarr library cannot read (not HDF5, truncated).
+    /// [`dspk_io::Error::Library`] for files the HDF5/Zarr library cannot read (not HDF5, truncated).
     pub fn open_series(path: impl AsRef<Path>, name: &str) -> Result<Self> {
+        Self::open_series_with(path, name, MissingChunks::Error)
+    }
+
+    /// Opens the `ElectricalSeries` `/acquisition/<name>` as
+    /// [`open_series`](Self::open_series) does, with `missing` saying what a chunk of an
+    /// NWB-Zarr store's `data` that its shape covers but the store lacks reads as: an error
+    /// naming the chunk ([`MissingChunks::Error`], the default of the other openers) or the
+    /// fill value. HDF5 files are read as HDF5 defines (unwritten chunks are the fill value).
+    ///
+    /// # Errors
+    ///
+    /// As [`open_series`](Self::open_series); with [`MissingChunks::Error`],
+    /// [`dspk_io::Error::MissingChunk`] if the chunk holding the last sample is not in the
+    /// store; [`dspk_io::Error::Invalid`] for more than
+    /// [`MAX_ZARR_SAMPLES`](dspk_io::MAX_ZARR_SAMPLES) samples.
+    pub fn open_series_with(
+        path: impl AsRef<Path>,
+        name: &str,
+        missing: MissingChunks,
+    ) -> Result<Self> {
         let path = path.as_ref();
         if is_zarr(path) {
             let tree = zarr::ZarrTree::open(path)?;
             let parts = read_series(&tree, name)?;
-            let data = zarr::ZarrData::open(&tree, &parts.data_path)?;
+            let data = zarr::ZarrData::open(&tree, &parts.data_path, missing)?;
             Self::assemble(path, name, parts, Data::Zarr(Box::new(data)), "nwb-zarr")
         } else {
             let tree = hdf5::Hdf5Tree::open(path)?;

@@ -6,7 +6,10 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use dspk_io::{CacheStats, ChunkCache, ChunkKey, METADATA_LIMIT, read_small_file};
+use dspk_io::{
+    CacheStats, ChunkCache, ChunkKey, METADATA_LIMIT, MissingChunks, check_zarr_extent,
+    read_small_file, retrieve_zarr_chunk,
+};
 use serde_json::Value;
 use zarrs::array::data_type::{
     Float32DataType, Float64DataType, Int16DataType, Int32DataType, Int64DataType,
@@ -31,6 +34,8 @@ fn relative(object: &str) -> &str {
 impl ZarrTree {
     /// Opens the store folder at `path` (Zarr v2: `.zgroup` at its root).
     pub(super) fn open(path: &Path) -> Result<Self> {
+        // A folder that cannot be listed would read as a folder without `.zgroup`.
+        dspk_io::check_readable(path)?;
         if !path.join(".zgroup").is_file() {
             return Err(Error::missing(
                 path,
@@ -300,18 +305,22 @@ pub(super) struct ZarrData {
     name: String,
     cache: ChunkCache,
     array_id: u64,
+    missing: MissingChunks,
 }
 
 impl ZarrData {
     /// Opens `dataset` (2-D, checked by the caller) and checks that it holds int16 values in
-    /// chunks of at most [`MAX_CHUNK_BYTES`].
-    pub(super) fn open(tree: &ZarrTree, dataset: &str) -> Result<Self> {
+    /// chunks of at most [`MAX_CHUNK_BYTES`], and that its shape fits the store
+    /// ([`check_zarr_extent`]); `missing` says what a chunk the store lacks reads as.
+    pub(super) fn open(tree: &ZarrTree, dataset: &str, missing: MissingChunks) -> Result<Self> {
         let array = tree.array(dataset)?;
         if !array.data_type().is::<Int16DataType>() {
             return Err(tree.type_error(dataset, &array, "int16"));
         }
         check_chunk_size(&tree.path, dataset, &array)?;
+        check_zarr_extent(&array, &tree.path, dataset, missing)?;
         Ok(Self {
+            missing,
             grid: array.chunk_grid().clone(),
             array,
             path: tree.path.clone(),
@@ -382,13 +391,8 @@ impl ZarrData {
             chunk,
         };
         self.cache.get_or_decode(key, || {
-            let decoded: ArrayBytes<'static> = self.array.retrieve_chunk(&chunk).map_err(|e| {
-                Error::library(
-                    &self.path,
-                    format!("decoding chunk {chunk:?} of `{}`", self.name),
-                    e,
-                )
-            })?;
+            let decoded: ArrayBytes<'static> =
+                retrieve_zarr_chunk(&self.array, &chunk, &self.path, &self.name, self.missing)?;
             let decoded = decoded
                 .into_fixed()
                 .map_err(|e| {

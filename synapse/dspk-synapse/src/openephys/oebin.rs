@@ -66,8 +66,8 @@ impl Oebin {
     ///
     /// # Errors
     ///
-    /// [`Error::Invalid`] for text that is not a JSON object, a missing or mistyped field, or
-    /// counts that disagree; [`Error::Unsupported`] for a GUI version before 0.6 or from 2 on.
+    /// [`dspk_io::Error::Invalid`] for text that is not a JSON object, a missing or mistyped field, or
+    /// counts that disagree; [`dspk_io::Error::Unsupported`] for a GUI version before 0.6 or from 2 on.
     pub fn parse(bytes: &[u8], path: &Path) -> Result<Self> {
         let root: Value = serde_json::from_slice(bytes)
             .map_err(|e| Error::invalid(path, format!("not valid JSON: {e}")))?;

@@ -61,7 +61,7 @@ fn split_stream(stream: &ContinuousStream) -> Vec<(String, Vec<usize>)> {
 ///
 /// # Errors
 ///
-/// [`Error::Missing`] if there is none; [`Error::Invalid`] if the folder holds several
+/// [`dspk_io::Error::Missing`] if there is none; [`dspk_io::Error::Invalid`] if the folder holds several
 /// recordings (they are listed, to open one of them).
 pub fn find_oebin(path: &Path) -> Result<PathBuf> {
     if path.is_file() {
@@ -165,8 +165,8 @@ impl OpenEphysRecording {
     ///
     /// # Errors
     ///
-    /// [`Error::Invalid`] for an unknown stream name or a `sample_numbers.npy` that disagrees;
-    /// [`Error::Missing`] for a missing `continuous.dat` or `sample_numbers.npy`;
+    /// [`dspk_io::Error::Invalid`] for an unknown stream name or a `sample_numbers.npy` that disagrees;
+    /// [`dspk_io::Error::Missing`] for a missing `continuous.dat` or `sample_numbers.npy`;
     /// [`Error::Io`] (truncated) for a `continuous.dat` that ends inside a frame; and as
     /// [`find_oebin`] and [`Oebin::parse`].
     pub fn open(path: impl AsRef<Path>, stream: &str) -> Result<Self> {
@@ -306,12 +306,12 @@ fn read_first_sample_number(path: &Path, num_samples: u64) -> Result<i64> {
     file.read_exact_at(0, &mut first[..available])?;
     let header_len = NpyHeader::header_len(&first[..available], path)?;
     if header_len as u64 > file.len() {
-        return Err(Error::Truncated {
+        return Err(Error::Io(dspk_io::Error::Truncated {
             path: path.to_path_buf(),
             what: "the .npy header".into(),
             needed: header_len as u64,
             actual: file.len(),
-        });
+        }));
     }
     // Bounded by NpyHeader's 1 MiB limit and by the file's length.
     let mut bytes = vec![0u8; header_len];
@@ -338,12 +338,12 @@ fn read_first_sample_number(path: &Path, num_samples: u64) -> Result<i64> {
     }
     let needed = header.data_offset + num_samples * 8;
     if needed > file.len() {
-        return Err(Error::Truncated {
+        return Err(Error::Io(dspk_io::Error::Truncated {
             path: path.to_path_buf(),
             what: format!("{num_samples} int64 sample numbers"),
             needed,
             actual: file.len(),
-        });
+        }));
     }
     if num_samples == 0 {
         return Ok(0);

@@ -104,7 +104,7 @@ impl PhyParams {
     ///
     /// # Errors
     ///
-    /// [`Error::Io`] if it cannot be read or is over 16 MiB; [`Error::Invalid`] if it is not
+    /// [`Error::Io`] if it cannot be read or is over 16 MiB; [`dspk_io::Error::Invalid`] if it is not
     /// UTF-8 or does not parse.
     pub fn read(path: &Path) -> Result<Self> {
         let bytes = read_small_file(path, METADATA_LIMIT)?;
@@ -123,7 +123,7 @@ impl PhyParams {
     ///
     /// # Errors
     ///
-    /// [`Error::Invalid`] naming `path` and the line, for a line that is not `name = literal`,
+    /// [`dspk_io::Error::Invalid`] naming `path` and the line, for a line that is not `name = literal`,
     /// a repeated name, a missing required name (`dat_path`, `n_channels_dat`, `dtype`,
     /// `offset`, `sample_rate`) or a value of the wrong type or range.
     pub fn parse(text: &str, path: &Path) -> Result<Self> {
@@ -351,8 +351,8 @@ impl PhyParams {
     ///
     /// # Errors
     ///
-    /// [`Error::Unsupported`] naming `params.py` for several `dat_path` files, a `dtype`
-    /// that is not `int16`, `uint16`, `int32` or `float32`, or more than 65 536 channels; [`Error::Invalid`] if the sample
+    /// [`dspk_io::Error::Unsupported`] naming `params.py` for several `dat_path` files, a `dtype`
+    /// that is not `int16`, `uint16`, `int32` or `float32`, or more than 65 536 channels; [`dspk_io::Error::Invalid`] if the sample
     /// rate is not an exact decimal; the raw reader's errors ([`RawRecording::new`]: a
     /// missing file, a length that is not a whole number of samples after the offset).
     pub fn open_recording(&self, folder: &Path) -> Result<RawRecording> {

@@ -25,9 +25,9 @@ use crate::{Error, Result};
 ///
 /// # Errors
 ///
-/// [`Error::Missing`] naming the folder and the file, for a missing required file;
+/// [`dspk_io::Error::Missing`] naming the folder and the file, for a missing required file;
 /// [`Error::Io`] for a file that cannot be read or a `.npy` that is malformed or truncated;
-/// [`Error::Invalid`] naming the file, for a `params.py` or `cluster_*.tsv` line that does
+/// [`dspk_io::Error::Invalid`] naming the file, for a `params.py` or `cluster_*.tsv` line that does
 /// not parse (see [`PhyParams::parse`]), an array of the wrong shape or values (negative or
 /// fractional ids, values over the type's range) or parts that disagree
 /// ([`PhyFolder::check`]).
@@ -138,7 +138,7 @@ fn optional(dir: &Path, name: &str) -> Result<Option<NpyArray>> {
     }
 }
 
-/// An [`Error::Invalid`] naming `array`'s file.
+/// An [`dspk_io::Error::Invalid`] naming `array`'s file.
 fn invalid_of(array: &NpyArray, problem: &dyn std::fmt::Display) -> Error {
     Error::invalid(array.path(), problem.to_string())
 }

@@ -47,7 +47,7 @@ impl ClusterColumn {
 ///
 /// # Errors
 ///
-/// [`Error::Invalid`] naming the file and the line: no header, a first column that is not
+/// [`dspk_io::Error::Invalid`] naming the file and the line: no header, a first column that is not
 /// `cluster_id`, a row with a different number of fields from the header, a cluster id that is
 /// not an integer in `0..=i32::MAX`, or an id given twice.
 pub(crate) fn parse(text: &str, path: &Path, file: &str) -> Result<Vec<ClusterColumn>> {

@@ -24,7 +24,7 @@ use crate::{Error, Result};
 ///
 /// # Errors
 ///
-/// I/O and JSON errors; [`Error::Invalid`] for a missing key, a value of the wrong type, a
+/// I/O and JSON errors; [`dspk_io::Error::Invalid`] for a missing key, a value of the wrong type, a
 /// negative or fractional channel or shank, vectors of different lengths, a channel used twice;
 /// all naming the file.
 pub fn read_kilosort_json(path: &Path) -> Result<Probe> {
@@ -141,9 +141,9 @@ pub fn write_kilosort_json(path: &Path, probe: &Probe) -> Result<()> {
 ///
 /// # Errors
 ///
-/// I/O errors; the MAT-file's errors ([`Error::Truncated`], [`Error::Invalid`],
-/// [`Error::Unsupported`] for v7.3/v4 files or a needed variable that is a cell or struct);
-/// [`Error::Missing`] for a missing required variable; [`Error::Invalid`] for values that are
+/// I/O errors; the MAT-file's errors ([`dspk_io::Error::Truncated`], [`dspk_io::Error::Invalid`],
+/// [`dspk_io::Error::Unsupported`] for v7.3/v4 files or a needed variable that is a cell or struct);
+/// [`dspk_io::Error::Missing`] for a missing required variable; [`dspk_io::Error::Invalid`] for values that are
 /// not whole channel numbers, vectors of different lengths, or a `chanMap0ind` that disagrees.
 pub fn read_kilosort_mat(path: &Path) -> Result<Probe> {
     let bytes = dspk_io::read_small_file(path, dspk_io::METADATA_LIMIT)?;

@@ -126,11 +126,13 @@ fn element<'a>(
     path: &Path,
     what: &str,
 ) -> Result<Element<'a>> {
-    let truncated = |needed: usize| Error::Truncated {
-        path: path.to_path_buf(),
-        what: what.to_string(),
-        needed: needed as u64,
-        actual: bytes.len() as u64,
+    let truncated = |needed: usize| {
+        Error::Io(dspk_io::Error::Truncated {
+            path: path.to_path_buf(),
+            what: what.to_string(),
+            needed: needed as u64,
+            actual: bytes.len() as u64,
+        })
     };
     let tag_end = offset.checked_add(8).ok_or_else(|| truncated(usize::MAX))?;
     let tag = bytes
@@ -175,18 +177,18 @@ fn element<'a>(
 ///
 /// # Errors
 ///
-/// [`Error::Truncated`] if the header or an element is cut short; [`Error::Invalid`] for a
+/// [`dspk_io::Error::Truncated`] if the header or an element is cut short; [`dspk_io::Error::Invalid`] for a
 /// wrong endian indicator, a malformed element or dimensions that disagree with the data;
-/// [`Error::Unsupported`] for other versions (v7.3 files are HDF5) and v4 files;
-/// [`Error::Library`] if a compressed element does not inflate.
+/// [`dspk_io::Error::Unsupported`] for other versions (v7.3 files are HDF5) and v4 files;
+/// [`dspk_io::Error::Library`] if a compressed element does not inflate.
 pub(crate) fn read_mat(bytes: &[u8], path: &Path) -> Result<Vec<MatVariable>> {
     if bytes.len() < 128 {
-        return Err(Error::Truncated {
+        return Err(Error::Io(dspk_io::Error::Truncated {
             path: path.to_path_buf(),
             what: "the MAT-file header".into(),
             needed: 128,
             actual: bytes.len() as u64,
-        });
+        }));
     }
     let endian = match &bytes[126..128] {
         b"IM" => Endian::Little,

@@ -56,7 +56,7 @@ impl Probe {
         })
     }
 
-    /// A probe read from `path`, with a problem reported as [`Error::Invalid`] naming the file.
+    /// A probe read from `path`, with a problem reported as [`dspk_io::Error::Invalid`] naming the file.
     pub(crate) fn from_file(
         path: &Path,
         name: impl Into<String>,

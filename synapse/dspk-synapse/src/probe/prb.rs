@@ -15,8 +15,8 @@
 //!   all, so a hostile file costs bounded time and memory.
 //!
 //! `np.int64(0)`-style reprs (what probeinterface 0.4's `write_prb` writes under numpy 2), names
-//! of earlier variables, imports and other expressions are [`Error::Unsupported`]; syntax errors
-//! are [`Error::Invalid`]. Both name the file, the line and the column.
+//! of earlier variables, imports and other expressions are [`dspk_io::Error::Unsupported`]; syntax errors
+//! are [`dspk_io::Error::Invalid`]. Both name the file, the line and the column.
 //!
 //! The top-level `channel_groups` (matched case-insensitively, as probeinterface does) maps a
 //! group key to `{'channels': [...], 'geometry': {channel: (x, y)}, ...}`; other keys (`graph`,
@@ -50,9 +50,9 @@ pub const PRB_RANGE_LIMIT: u64 = 1 << 20;
 ///
 /// # Errors
 ///
-/// I/O errors; [`Error::Invalid`] for syntax errors, a missing `channel_groups`, `channels` or
+/// I/O errors; [`dspk_io::Error::Invalid`] for syntax errors, a missing `channel_groups`, `channels` or
 /// `geometry`, a channel without a position, a negative channel, or a channel in two groups;
-/// [`Error::Unsupported`] for anything that is not a plain literal (see the module doc), each
+/// [`dspk_io::Error::Unsupported`] for anything that is not a plain literal (see the module doc), each
 /// naming the file (and the line where there is one).
 pub fn read_prb(path: &Path) -> Result<Vec<Probe>> {
     let bytes = dspk_io::read_small_file(path, PRB_SIZE_LIMIT)?;
@@ -63,7 +63,7 @@ pub fn read_prb(path: &Path) -> Result<Vec<Probe>> {
 ///
 /// # Errors
 ///
-/// As [`read_prb`], plus [`Error::Invalid`] if `bytes` is longer than [`PRB_SIZE_LIMIT`].
+/// As [`read_prb`], plus [`dspk_io::Error::Invalid`] if `bytes` is longer than [`PRB_SIZE_LIMIT`].
 pub fn parse_prb(bytes: &[u8], path: &Path) -> Result<Vec<Probe>> {
     if bytes.len() as u64 > PRB_SIZE_LIMIT {
         return Err(Error::invalid(
@@ -384,12 +384,12 @@ impl<'a> Parser<'a> {
         format!("line {}, column {column}", pos.line)
     }
 
-    /// An [`Error::Invalid`] at `pos`.
+    /// An [`dspk_io::Error::Invalid`] at `pos`.
     fn invalid(&self, pos: Pos, problem: impl std::fmt::Display) -> Error {
         Error::invalid(self.path, format!("{}: {problem}", self.at(pos)))
     }
 
-    /// An [`Error::Unsupported`] at `pos`.
+    /// An [`dspk_io::Error::Unsupported`] at `pos`.
     fn unsupported(&self, pos: Pos, what: impl std::fmt::Display) -> Error {
         Error::unsupported(
             self.path,

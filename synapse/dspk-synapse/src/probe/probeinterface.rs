@@ -32,10 +32,10 @@ const WRITTEN_VERSION: &str = "0.4.2";
 ///
 /// # Errors
 ///
-/// I/O and JSON errors; [`Error::Invalid`] for a file that is not probeinterface JSON, a missing
+/// I/O and JSON errors; [`dspk_io::Error::Invalid`] for a file that is not probeinterface JSON, a missing
 /// or mistyped key, per-contact arrays whose lengths disagree with `contact_positions`, a
 /// device channel below -1, a device channel used twice in the group;
-/// [`Error::Unsupported`] for 3-D probes and other units; all naming the file.
+/// [`dspk_io::Error::Unsupported`] for 3-D probes and other units; all naming the file.
 pub fn read_probeinterface(path: &Path) -> Result<Vec<Probe>> {
     let bytes = dspk_io::read_small_file(path, dspk_io::METADATA_LIMIT)?;
     let root: Value = serde_json::from_slice(&bytes).map_err(|e| json_error(path, e))?;
@@ -186,10 +186,12 @@ fn read_probe(entry: &Value, p: usize, path: &Path) -> Result<Probe> {
         .find_map(|key| annotations?.get(*key)?.as_str())
         .unwrap_or_default();
     Probe::from_file(path, name, contacts).map_err(|e| match e {
-        Error::Invalid { path, problem } => Error::Invalid {
-            path,
-            problem: format!("probes[{p}]: {problem}"),
-        },
+        Error::Io(dspk_io::Error::Invalid { path, problem }) => {
+            Error::Io(dspk_io::Error::Invalid {
+                path,
+                problem: format!("probes[{p}]: {problem}"),
+            })
+        }
         other => other,
     })
 }

@@ -22,7 +22,7 @@ impl Meta {
     ///
     /// # Errors
     ///
-    /// [`Error::Invalid`] naming the file if a map is malformed or has a different number of
+    /// [`dspk_io::Error::Invalid`] naming the file if a map is malformed or has a different number of
     /// entries than the stream has neural columns.
     pub fn probe(&self, stream: &Stream) -> Result<Option<Probe>> {
         let neural: Vec<(usize, &str)> = stream

@@ -30,7 +30,7 @@ impl Meta {
     ///
     /// # Errors
     ///
-    /// [`Error::Invalid`] for a line without `=`, an empty key, or a key given twice.
+    /// [`dspk_io::Error::Invalid`] for a line without `=`, an empty key, or a key given twice.
     pub fn parse(bytes: &[u8], path: &Path) -> Result<Self> {
         let text = String::from_utf8_lossy(bytes);
         let mut entries = BTreeMap::new();

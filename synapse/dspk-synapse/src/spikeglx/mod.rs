@@ -101,18 +101,21 @@ pub struct SpikeGlxRecording {
 
 impl SpikeGlxRecording {
     /// Opens a SpikeGLX stream from its `.bin` (or its `.meta`; the other sits beside it with
-    /// the same stem).
+    /// the same stem), or from a run folder (`*_g0/`) or probe folder (`*_g0_imec0/`) that
+    /// holds one `ap` stream ([`folder_stream`]).
     ///
     /// # Errors
     ///
-    /// [`Error::Missing`] if the `.meta` or the `.bin` is not there; the errors of
-    /// [`Meta::stream`] and [`Meta::probe`]; [`Error::Truncated`] if the `.bin` is shorter
-    /// than `fileSizeBytes`; [`Error::Invalid`] if it is longer, or if `fileSizeBytes` is not
+    /// [`dspk_io::Error::Missing`] if the `.meta` or the `.bin` is not there; the errors of
+    /// [`Meta::stream`] and [`Meta::probe`]; [`dspk_io::Error::Truncated`] if the `.bin` is shorter
+    /// than `fileSizeBytes`; [`dspk_io::Error::Invalid`] if it is longer, or if `fileSizeBytes` is not
     /// a whole number of samples of `nSavedChans` int16 values; [`Error::Io`] if the file
-    /// cannot be read.
+    /// cannot be read; for a folder, the errors of [`folder_stream`].
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
-        let data_path = if has_extension(path, "meta") {
+        let data_path = if path.is_dir() {
+            folder_stream(path)?
+        } else if has_extension(path, "meta") {
             path.with_extension("bin")
         } else {
             path.to_path_buf()
@@ -139,12 +142,12 @@ impl SpikeGlxRecording {
                     ));
                 }
                 if actual < stated {
-                    return Err(Error::Truncated {
+                    return Err(Error::Io(dspk_io::Error::Truncated {
                         path: data_path,
                         what: format!("`fileSizeBytes` in {}", meta.path().display()),
                         needed: stated,
                         actual,
-                    });
+                    }));
                 }
                 if actual > stated {
                     return Err(Error::invalid(
@@ -159,12 +162,12 @@ impl SpikeGlxRecording {
             }
             None => {
                 if actual % frame != 0 {
-                    return Err(Error::Truncated {
+                    return Err(Error::Io(dspk_io::Error::Truncated {
                         path: data_path,
                         what: format!("whole samples of {} int16 channels", stream.columns.len()),
                         needed: actual.div_ceil(frame) * frame,
                         actual,
-                    });
+                    }));
                 }
                 actual / frame
             }
@@ -234,7 +237,7 @@ impl SpikeGlxRecording {
     /// # Errors
     ///
     /// [`Error::Argument`] if `word` does not exist or `out` is not `samples` long;
-    /// [`Error::Core`] for a range past the end or a failed read.
+    /// [`dspk_io::Error::Core`] for a range past the end or a failed read.
     pub fn read_digital(&self, word: usize, samples: Range<u64>, out: &mut [u16]) -> Result<()> {
         read_words(
             &self.raw,
@@ -252,7 +255,7 @@ impl SpikeGlxRecording {
     ///
     /// # Errors
     ///
-    /// [`Error::Missing`] if the stream saved no `SY0` column (NI-DAQ streams, or imec
+    /// [`dspk_io::Error::Missing`] if the stream saved no `SY0` column (NI-DAQ streams, or imec
     /// streams saved without it); otherwise as [`read_digital`](Self::read_digital).
     pub fn read_sync(&self, samples: Range<u64>, out: &mut [u16]) -> Result<()> {
         if !has_sync(&self.stream) {
@@ -326,6 +329,74 @@ pub(crate) fn has_extension(path: &Path, ext: &str) -> bool {
         .is_some_and(|e| e.eq_ignore_ascii_case(ext))
 }
 
+/// The SpikeGLX streams (`.bin` files with their `.meta` beside them) in `folder` and in its
+/// subfolders one level down (a run folder holds probe folders), sorted by path.
+fn streams_in(folder: &Path) -> Vec<PathBuf> {
+    let entries = |dir: &Path| -> Vec<PathBuf> {
+        std::fs::read_dir(dir)
+            .map(|entries| entries.filter_map(|e| e.ok().map(|e| e.path())).collect())
+            .unwrap_or_default()
+    };
+    let mut streams = Vec::new();
+    for entry in entries(folder) {
+        let files = if entry.is_dir() {
+            entries(&entry)
+        } else {
+            vec![entry]
+        };
+        streams.extend(
+            files
+                .into_iter()
+                .filter(|f| has_extension(f, "bin") && meta_path(f).is_file()),
+        );
+    }
+    streams.sort();
+    streams
+}
+
+/// The `.bin` of the stream a run folder (`*_g0/`) or probe folder (`*_g0_imec0/`) holds: its
+/// one `ap` stream, or its one stream of any kind when it has no `ap` stream. The streams are
+/// looked for in the folder and in its subfolders one level down.
+///
+/// # Errors
+///
+/// [`dspk_io::Error::Missing`] if the folder holds no stream (a `.bin` with its `.meta`);
+/// [`dspk_io::Error::Invalid`] listing them if it holds several candidates (several probes, or
+/// several streams and no `ap` one): open one of them.
+pub fn folder_stream(folder: &Path) -> Result<PathBuf> {
+    let streams = streams_in(folder);
+    let ap: Vec<&PathBuf> = streams
+        .iter()
+        .filter(|s| has_extension(&s.with_extension(""), "ap"))
+        .collect();
+    let candidates = if ap.is_empty() {
+        streams.iter().collect()
+    } else {
+        ap
+    };
+    match candidates.as_slice() {
+        [one] => Ok((*one).clone()),
+        [] => Err(Error::missing(
+            folder,
+            "a SpikeGLX stream (a `.bin` with its `.meta`, in the folder or a probe folder in it)",
+        )),
+        several => {
+            let names: Vec<String> = several
+                .iter()
+                .map(|s| s.strip_prefix(folder).unwrap_or(s).display().to_string())
+                .collect();
+            Err(Error::invalid(
+                folder,
+                format!(
+                    "holds {} SpikeGLX streams ({}); open one of them",
+                    names.len(),
+                    names.join(", ")
+                ),
+            ))
+        }
+    }
+}
+
 /// Whether a file name's stem ends in a SpikeGLX stream suffix (`.ap`, `.lf`, `.nidq`).
 fn names_stream(path: &Path) -> bool {
     let stem = path.with_extension("");
@@ -334,8 +405,8 @@ fn names_stream(path: &Path) -> bool {
         .any(|suffix| has_extension(&stem, suffix))
 }
 
-/// The SpikeGLX format for `dspk_io::open`: `*.ap.bin`, `*.lf.bin`, `*.nidq.bin` (or their
-/// `.meta`), read with [`SpikeGlxRecording`].
+/// The SpikeGLX format for a [`dspk_io::Registry`]: `*.ap.bin`, `*.lf.bin`, `*.nidq.bin` (or
+/// their `.meta`), and run or probe folders holding them, read with [`SpikeGlxRecording`].
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SpikeGlxFormat;
 
@@ -346,9 +417,16 @@ impl Format for SpikeGlxFormat {
 
     /// [`Detection::ByMetadata`] for a `.bin` with its `.meta` beside it (or a `.meta` with
     /// its `.bin`); [`Detection::ByName`] for a stream-named `.bin` without one (opening it
-    /// then says the `.meta` is missing).
+    /// then says the `.meta` is missing), and for a folder holding streams, in it or in its
+    /// subfolders (a run or probe folder; a format that knows the folder by its metadata wins).
     fn detect(&self, path: &Path) -> Detection {
-        if has_extension(path, "bin") {
+        if path.is_dir() {
+            if streams_in(path).is_empty() {
+                Detection::No
+            } else {
+                Detection::ByName
+            }
+        } else if has_extension(path, "bin") {
             if meta_path(path).is_file() {
                 Detection::ByMetadata
             } else if names_stream(path) {

@@ -143,9 +143,9 @@ impl Meta {
     ///
     /// # Errors
     ///
-    /// [`Error::Invalid`] for a missing or malformed key, counts that disagree
+    /// [`dspk_io::Error::Invalid`] for a missing or malformed key, counts that disagree
     /// (`nSavedChans`, `snsSaveChanSubset`, `snsApLfSy`, `~snsChanMap`), or a gain table too
-    /// short; [`Error::Unsupported`] for an unknown `typeThis` or probe type (named).
+    /// short; [`dspk_io::Error::Unsupported`] for an unknown `typeThis` or probe type (named).
     pub fn stream(&self) -> Result<Stream> {
         let path = self.path();
         let kind = match self.get("typeThis") {

@@ -1,5 +1,5 @@
-//! What every fixture test needs: where `../shared/fixtures` is and the stored matrix that
-//! every recording fixture holds (`../shared/fixtures/README.md`).
+//! What every fixture test needs: where the workspace's `tests/fixtures` is and the stored
+//! matrix that every recording fixture holds (`tests/fixtures/README.md`).
 
 #![allow(dead_code, unreachable_pub)]
 
@@ -10,10 +10,10 @@ pub const SAMPLES: usize = 3000;
 /// Neural channels in every recording fixture.
 pub const CHANNELS: usize = 4;
 
-/// `../shared/fixtures/<relative>`, from the workspace root.
+/// `tests/fixtures/<relative>` of the workspace (this crate is at `synapse/dspk-synapse`).
 pub fn fixture(relative: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/fixtures")
+        .join("../../tests/fixtures")
         .join(relative)
 }
 
@@ -65,7 +65,7 @@ pub fn f64s(value: &serde_json::Value) -> Vec<f64> {
 }
 
 /// Copies the folder `from` into `to` (created), recursively, leaving every copied file
-/// writable (the shared fixtures may be read-only), so tests can corrupt their copy.
+/// writable (a checkout's fixtures may be read-only), so tests can corrupt their copy.
 pub fn writable_copy(from: &std::path::Path, to: &std::path::Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {

@@ -5,7 +5,7 @@ Run from this folder with h5py installed (written with h5py 3.16.0, numpy 2.4):
 Each file has the NWB layout dspk's reader needs (an ElectricalSeries in /acquisition, the
 electrodes table) with one thing changed; `good.nwb` has nothing changed (so a failure of a
 bad file is due to its one change). The data is the fixtures' matrix (see
-../../../../../shared/fixtures/README.md), 64 samples x 4 channels.
+tests/fixtures/README.md at the workspace root), 64 samples x 4 channels.
 """
 
 import h5py
