@@ -254,3 +254,45 @@ pub fn assert_close_to_peak(what: &str, actual: &[f64], expected: &[f64], tol: f
         );
     }
 }
+
+/// The stored matrix every recording fixture of the workspace holds (`tests/fixtures/README.md`,
+/// "The stored matrix"), computed from its formula: [`CHANNELS`](fixture::CHANNELS) x
+/// [`SAMPLES`](fixture::SAMPLES) int16 values.
+pub mod fixture {
+    /// Samples in every recording fixture.
+    pub const SAMPLES: usize = 3000;
+    /// Neural channels in every recording fixture.
+    pub const CHANNELS: usize = 4;
+
+    /// The stored value at sample `t` of channel `c`: the int16 extremes at `t = 100`
+    /// (`i16::MAX`) and `t = 101` (`i16::MIN`), elsewhere
+    /// `((37 (c + 1) t + 1000 c) mod 4001) - 2000 + (h >> 24) - 128`
+    /// with `h = (t * 2654435761 + c * 40503) mod 2^32`.
+    ///
+    /// # Panics
+    ///
+    /// Never: the formula's values lie in `-2128..=2127`.
+    #[must_use]
+    pub fn matrix_value(t: usize, c: usize) -> i16 {
+        if t == 100 {
+            return i16::MAX;
+        }
+        if t == 101 {
+            return i16::MIN;
+        }
+        let h = (t as u32)
+            .wrapping_mul(2_654_435_761)
+            .wrapping_add((c as u32).wrapping_mul(40_503));
+        let v = ((37 * (c + 1) * t + 1000 * c) % 4001) as i32 - 2000 + ((h >> 24) as i32 - 128);
+        i16::try_from(v).expect("the matrix fits in i16")
+    }
+
+    /// The matrix channel-major (`out[c * SAMPLES + t]`), as `read_stored` returns it for all
+    /// channels.
+    #[must_use]
+    pub fn matrix_channel_major() -> Vec<i16> {
+        (0..CHANNELS)
+            .flat_map(|c| (0..SAMPLES).map(move |t| matrix_value(t, c)))
+            .collect()
+    }
+}
