@@ -32,8 +32,20 @@ pub fn fit_local_whitening(
     })?;
     let xy: Vec<(f64, f64)> = positions.iter().map(|&[x, y]| (x, y)).collect();
     let white = linalg::local_zca(&covariance.finish(client)?, &xy, nearest, eps)?;
+    whitening_stage(client, &white)
+}
+
+/// The whitening stage of a (sparse) whitening matrix from [`linalg`], on `client`'s device.
+///
+/// # Errors
+///
+/// [`ChannelMixing::from_sparse`]'s (a weight not finite in `f32`).
+pub fn whitening_stage(
+    client: &Client,
+    white: &linalg::WhiteningMatrix,
+) -> Result<Whitening, Box<dyn Error>> {
     let indices: Vec<usize> = white.indices().iter().map(|&i| i as usize).collect();
-    let mixing = ChannelMixing::from_sparse(client, &indices, white.weights(), channels)?;
+    let mixing = ChannelMixing::from_sparse(client, &indices, white.weights(), white.n())?;
     Ok(Whitening::new(mixing))
 }
 
