@@ -8,8 +8,9 @@
 //!
 //! Measures (all after warm-up, timed around a device sync):
 //! - each stage alone, and unpack + the whole chain, on a window already on the device;
-//! - the streamed path: a `WindowLoader` reading int16 windows on its thread, uploads of the
-//!   stored bytes, unpack and the chain, for `--windows` windows.
+//! - the streamed path: a `WindowStream` (its loader reading int16 windows on its thread,
+//!   uploads of the stored bytes, unpack and the chain) over `--windows` windows, each read
+//!   with the chain's settling halo on both sides; its bytes are those uploaded.
 //!
 //! and prints the device-memory floor next to them: the bytes each kernel must move (the
 //! passes are counted in the output) over the device's bandwidth (`--bandwidth`, GB/s read +
@@ -18,18 +19,19 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use dspk::SampleFormat::I16;
-use dspk::WindowLoader;
+use dspk::SampleFormat::{F32, I16};
 use dspk::cubecl::bytes::Bytes;
 use dspk::cubecl::client::Client;
 use dspk::cubecl::future::block_on;
-use dspk::ops::buffers::{download_f32, empty_f32};
 use dspk::ops::design::{Band, butter};
 use dspk::ops::{
-    ChannelMixing, CommonReference, CovarianceAccumulator, Initial, Pipeline, PipelineWorkspace,
-    Reference, SosFilter, Stage, Whitening, linalg, mix_channels, unpack_scaled,
+    ChannelMixing, ChannelVector, CommonReference, CovarianceAccumulator, DeviceArray, Initial,
+    Pipeline, Reference, SosFilter, Stage, StoredArray, StreamOptions, Whitening, WindowStream,
+    linalg, mix_channels, unpack_scaled,
 };
-use dspk::{ChunkSchedule, ComputeTarget, RecordingSource, SampleRate, SyntheticRecording};
+use dspk::{ComputeTarget, RecordingSource, SampleRate, SyntheticRecording};
+use dspk_examples::whitening::whitening_stage;
+use dspk_examples::{gb_per_s, window_bytes};
 
 struct Args {
     channels: usize,
@@ -117,31 +119,21 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         SampleRate::from_hz(30_000)?,
         7,
     )?);
-    let gains: Vec<f64> = source.info().channels.iter().map(|c| c.gain).collect();
-    let offsets: Vec<f64> = source.info().channels.iter().map(|c| c.offset).collect();
-    let all = source.info().all_channels();
+    let info = source.info();
+    let gains: Vec<f32> = info.channels.iter().map(|c| c.gain as f32).collect();
+    let offsets: Vec<f32> = info.channels.iter().map(|c| c.offset as f32).collect();
 
     // One window on the device, stored and scaled.
-    let mut stored_bytes = vec![0u8; channels * samples * 2];
-    source.read_stored(&all, 0..samples as u64, &mut stored_bytes)?;
+    let mut stored_bytes = vec![0u8; window_bytes(channels, samples, I16) as usize];
+    source.read_stored(&info.all_channels(), 0..samples as u64, &mut stored_bytes)?;
     let stored_handle = client.create(Bytes::from_bytes_vec(stored_bytes));
-    let to_f32 = |v: &[f64]| -> Vec<f32> { v.iter().map(|&x| x as f32).collect() };
-    let gains_handle = dspk::ops::buffers::upload_f32(&client, &to_f32(&gains));
-    let offsets_handle = dspk::ops::buffers::upload_f32(&client, &to_f32(&offsets));
-    let scaled = empty_f32(&client, channels * samples);
-    let scratch = empty_f32(&client, channels * samples);
+    let stored = StoredArray::from_handle(stored_handle, I16, channels, samples)?;
+    let gains = ChannelVector::from_host(&client, &gains)?;
+    let offsets = ChannelVector::from_host(&client, &offsets)?;
+    let scaled = DeviceArray::empty(&client, channels, samples)?;
+    let scratch = DeviceArray::empty(&client, channels, samples)?;
     let unpack = || {
-        unpack_scaled(
-            &client,
-            &stored_handle,
-            I16,
-            &gains_handle,
-            &offsets_handle,
-            &scaled,
-            channels,
-            samples,
-        )
-        .expect("unpack");
+        unpack_scaled(&client, &stored, &gains, &offsets, &scaled).expect("unpack");
     };
     unpack();
 
@@ -150,30 +142,33 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let highpass = butter(3, Band::Highpass(300.0), 30_000.0)?;
     let mut car = CommonReference::new(Reference::Mean);
     let mut filter = SosFilter::zero_phase(&highpass)?;
-    car.apply(&client, &scaled, &scratch, channels, samples)?;
-    let filtered = empty_f32(&client, channels * samples);
-    filter.run(&client, &scratch, &filtered, channels, samples)?;
+    car.apply(&client, &scaled, &scratch)?;
+    let filtered = DeviceArray::empty(&client, channels, samples)?;
+    filter.run(&client, &scratch, &filtered)?;
     let estimate = samples.min(6000);
-    let host: Vec<f64> = download_f32(&client, &filtered, channels * samples)?
+    let host: Vec<f64> = filtered
+        .to_host(&client)?
         .chunks(samples)
         .flat_map(|row| row[..estimate].iter().map(|&v| f64::from(v)))
         .collect();
     let cov = linalg::second_moment(&host, channels, estimate)?;
     let white = linalg::local_zca(&cov, &positions(channels), 32, 1e-6)?;
-    let indices: Vec<usize> = white.indices().iter().map(|&i| i as usize).collect();
-    let mixing = ChannelMixing::from_sparse(&client, &indices, white.weights(), channels)?;
-    let mut whitening = Whitening::new(mixing);
+    let mut whitening = whitening_stage(&client, &white)?;
 
     let reps = args.reps;
-    let window_bytes = (channels * samples * 4) as f64; // one f32 pass over the window
-    let floor_ms = |passes: f64| passes * window_bytes / (args.bandwidth_gbps * 1e9) * 1e3;
+    // One pass = one f32 read or write of the window; rates in int16 bytes of the window.
+    let (f32_bytes, int16_bytes) = (
+        window_bytes(channels, samples, F32),
+        window_bytes(channels, samples, I16),
+    );
+    let floor_ms = |passes: f64| passes * f32_bytes as f64 / (args.bandwidth_gbps * 1e9) * 1e3;
     let report = |name: &str, ms: f64, passes: f64| {
         let floor = floor_ms(passes);
         println!(
             "stage={name} ms={ms:.4} passes={passes} floor_ms={floor:.4} floor_ratio={:.2} \
              int16_gbps={:.1}",
             ms / floor,
-            (channels * samples * 2) as f64 / (ms * 1e-3) / 1e9
+            gb_per_s(int16_bytes, ms * 1e-3)
         );
     };
     // Passes (one pass = one f32 read or write of the window): unpack reads half a pass
@@ -185,53 +180,45 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     });
     report("unpack", ms, 1.5);
     let ms = time_ms(&client, reps, || {
-        car.apply(&client, &scaled, &scratch, channels, samples)
-            .expect("car");
+        car.apply(&client, &scaled, &scratch).expect("car");
     });
     report("car", ms, 2.0);
     let ms = time_ms(&client, reps, || {
-        filter
-            .apply(&client, &scaled, &scratch, channels, samples)
-            .expect("filter");
+        filter.apply(&client, &scaled, &scratch).expect("filter");
     });
     report("sosfiltfilt", ms, 6.0);
     for block_len in [64, 128, 512, 1024] {
         let mut filter = SosFilter::zero_phase(&highpass)?.with_block_len(block_len)?;
         let ms = time_ms(&client, reps, || {
-            filter
-                .apply(&client, &scaled, &scratch, channels, samples)
-                .expect("filter");
+            filter.apply(&client, &scaled, &scratch).expect("filter");
         });
         report(&format!("sosfiltfilt_block{block_len}"), ms, 6.0);
     }
     let mut forward = SosFilter::forward(&highpass, Initial::Zero)?;
     let ms = time_ms(&client, reps, || {
-        forward
-            .apply(&client, &scaled, &scratch, channels, samples)
-            .expect("sosfilt");
+        forward.apply(&client, &scaled, &scratch).expect("sosfilt");
     });
     report("sosfilt", ms, 3.0);
     let ms = time_ms(&client, reps, || {
         whitening
-            .apply(&client, &scaled, &scratch, channels, samples)
+            .apply(&client, &scaled, &scratch)
             .expect("whitening");
     });
     report("whitening_local32", ms, 2.0);
     let mut cmr = CommonReference::new(Reference::Median);
     let ms = time_ms(&client, reps, || {
-        cmr.apply(&client, &scaled, &scratch, channels, samples)
-            .expect("cmr");
+        cmr.apply(&client, &scaled, &scratch).expect("cmr");
     });
     report("cmr", ms, 2.0);
     let dense = ChannelMixing::from_dense(&client, &white.dense(), channels)?;
     let ms = time_ms(&client, reps, || {
-        mix_channels(&client, &scaled, &scratch, channels, samples, &dense).expect("mixing");
+        mix_channels(&client, &scaled, &scratch, &dense).expect("mixing");
     });
     report("whitening_dense", ms, 2.0);
     let mut covariance = CovarianceAccumulator::new(&client, channels)?;
     let ms = time_ms(&client, reps, || {
         covariance
-            .add(&client, &scaled, samples, 0..samples)
+            .add(&client, &scaled, 0..samples)
             .expect("covariance");
     });
     report("covariance_add", ms, 1.0);
@@ -242,45 +229,46 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         .with(Whitening::new(whitening.mixing().clone()));
     let ms = time_ms(&client, reps, || {
         unpack();
-        pipeline
-            .run(&client, &scaled, channels, samples)
-            .expect("pipeline");
+        pipeline.run(&client, &scaled).expect("pipeline");
     });
     report("unpack+car+sosfiltfilt+whitening", ms, 11.5);
     println!(
         "device_windows_per_s={:.1} device_int16_gbps={:.1}",
         1e3 / ms,
-        (channels * samples * 2) as f64 / (ms * 1e-3) / 1e9
+        gb_per_s(int16_bytes, ms * 1e-3)
     );
 
     // Streamed: loader thread, stored upload, unpack, chain, one window after another.
-    let mut workspace = PipelineWorkspace::new(&client, channels, samples)?;
-    workspace.set_stored_scaling(&gains, &offsets)?;
-    workspace.set_pipeline(
-        Pipeline::new()
-            .with(CommonReference::new(Reference::Mean))
-            .with(SosFilter::zero_phase(&highpass)?)
-            .with(Whitening::new(whitening.mixing().clone())),
-    )?;
-    let schedule = ChunkSchedule::new((samples * args.windows) as u64, samples as u64, 0, 0)?;
-    let loader = WindowLoader::stored_for(source.clone(), all, schedule, Some(target))?;
-    let start = Instant::now();
-    let mut bytes = 0usize;
-    for loaded in loader {
-        let loaded = loaded?;
-        bytes += loaded.data().len() * 2;
-        let n = loaded.window().read_len();
-        workspace.process_stored_upload(loaded.into_upload(), I16, n)?;
+    let chain = Pipeline::new()
+        .with(CommonReference::new(Reference::Mean))
+        .with(SosFilter::zero_phase(&highpass)?)
+        .with(Whitening::new(whitening.mixing().clone()));
+    let options = StreamOptions {
+        window: samples as u64,
+        target: Some(target),
+        ..StreamOptions::default()
+    };
+    let mut stream = WindowStream::new(&client, source.clone(), chain, &options)?;
+    let (mut bytes, start) = (0, Instant::now());
+    while let Some(window) = stream.next_window() {
+        bytes += window_bytes(channels, window?.window().read_len(), I16);
     }
-    workspace.sync()?;
+    stream.workspace().sync()?;
     let seconds = start.elapsed().as_secs_f64();
+    if bytes != stream.uploaded_bytes() || !stream.uploads_stored() {
+        let uploaded = stream.uploaded_bytes();
+        return Err(
+            format!("counted {bytes} bytes of int16, the stream uploaded {uploaded}").into(),
+        );
+    }
     println!(
-        "streamed_windows={} streamed_windows_per_s={:.1} streamed_int16_gbps={:.2} \
+        "streamed_windows={} halo={} streamed_windows_per_s={:.1} streamed_int16_gbps={:.2} \
          device_allocations={}",
         args.windows,
+        stream.halo(),
         args.windows as f64 / seconds,
-        bytes as f64 / seconds / 1e9,
-        workspace.device_allocations()
+        gb_per_s(bytes, seconds),
+        stream.workspace().device_allocations()
     );
     Ok(())
 }

@@ -12,15 +12,16 @@ use std::ops::Range;
 use std::sync::Arc;
 use std::time::Instant;
 
-use dspk::SampleFormat::I16;
+use dspk::SampleFormat::{F32, I16};
 use dspk::cubecl::bytes::Bytes;
 use dspk::cubecl::future::block_on;
-use dspk::ops::{PipelineWorkspace, unpack_scaled};
+use dspk::ops::{ChannelVector, DeviceArray, PipelineWorkspace, StoredArray, unpack_scaled};
 use dspk::test_util::Rng;
 use dspk::{
     ChannelInfo, ChunkSchedule, ComputeTarget, LoaderStats, MemoryRecording, ReadRequest,
     RecordingInfo, RecordingSource, SampleRate, WindowElement, WindowLoader,
 };
+use dspk_examples::{gb_per_s, window_bytes};
 
 struct Args {
     channels: usize,
@@ -197,21 +198,23 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         (args.windows as u64).div_ceil(distinct),
     ));
     let all: Vec<usize> = (0..channels).collect();
-    let stored_bytes = channels * samples * 2;
-    let f32_bytes = channels * samples * 4;
+    let stored_bytes = window_bytes(channels, samples, I16);
+    let f32_bytes = window_bytes(channels, samples, F32);
 
     let mut workspace = PipelineWorkspace::new(&client, channels, samples)?;
     workspace.set_stored_scaling(&gains, &offsets)?;
-    let raw_stored = client.empty(stored_bytes);
-    let raw_f32 = client.empty(f32_bytes);
+    let raw_stored =
+        StoredArray::from_handle(client.empty(stored_bytes as usize), I16, channels, samples)?;
+    let raw_f32 = DeviceArray::<f32>::empty(&client, channels, samples)?;
+    let unpacked = DeviceArray::<f32>::empty(&client, channels, samples)?;
     let gains32: Vec<f32> = gains.iter().map(|&g| g as f32).collect();
     let offsets32: Vec<f32> = offsets.iter().map(|&o| o as f32).collect();
-    let gains_handle = client.create(Bytes::from_elems(gains32));
-    let offsets_handle = client.create(Bytes::from_elems(offsets32));
+    let gains_vector = ChannelVector::from_host(&client, &gains32)?;
+    let offsets_vector = ChannelVector::from_host(&client, &offsets32)?;
     let sync = || block_on(client.sync()).expect("device sync");
 
     // Sequential, per window: read | upload | unpack | total.
-    let mut stored_buffer = vec![0u8; stored_bytes];
+    let mut stored_buffer = vec![0u8; stored_bytes as usize];
     let mut f32_buffer = vec![0f32; channels * samples];
     let mut times: [Vec<f64>; 7] = Default::default();
     for rep in 0..args.reps + 2 {
@@ -224,26 +227,23 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         let upload_data = stored_buffer.clone();
         sync();
         let t = Instant::now();
-        client.write(&raw_stored, Bytes::from_bytes_vec(upload_data));
+        client.write(raw_stored.handle(), Bytes::from_bytes_vec(upload_data));
         sync();
         let upload_stored = t.elapsed().as_secs_f64();
         let t = Instant::now();
         unpack_scaled(
             &client,
             &raw_stored,
-            I16,
-            &gains_handle,
-            &offsets_handle,
-            workspace.output(),
-            channels,
-            samples,
+            &gains_vector,
+            &offsets_vector,
+            &unpacked,
         )?;
         sync();
         let unpack = t.elapsed().as_secs_f64();
         let t = Instant::now();
-        let mut window = vec![0; stored_bytes];
+        let mut window = vec![0; stored_bytes as usize];
         source.read_stored(&all, range.clone(), &mut window)?;
-        workspace.process_stored_chunk_owned(window, I16, samples)?;
+        workspace.process_stored_chunk_in_vram(&window, I16, samples)?;
         sync();
         let total_stored = t.elapsed().as_secs_f64();
 
@@ -252,13 +252,13 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         let read_f32 = t.elapsed().as_secs_f64();
         let upload_data = Bytes::from_elems(f32_buffer.clone());
         let t = Instant::now();
-        client.write(&raw_f32, upload_data);
+        client.write(raw_f32.handle(), upload_data);
         sync();
         let upload_f32 = t.elapsed().as_secs_f64();
         let t = Instant::now();
         let mut values = vec![0f32; channels * samples];
         source.read(&all, range, &mut values)?;
-        workspace.process_chunk_owned(values, samples)?;
+        workspace.process_scaled(Bytes::from_elems(values), samples)?;
         sync();
         let total_f32 = t.elapsed().as_secs_f64();
         if !warm {
@@ -276,7 +276,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     let [read_s, up_s, unpack_s, total_s, read_f, up_f, total_f] = times.map(median_ms);
-    let gbps = |bytes: usize, ms: f64| bytes as f64 / (ms * 1e-3) / 1e9;
+    let gbps = |bytes: u64, ms: f64| gb_per_s(bytes, ms * 1e-3);
     for (path, read, upload, unpack, total, bytes) in [
         ("stored", read_s, up_s, unpack_s, total_s, stored_bytes),
         ("f32", read_f, up_f, 0.0, total_f, f32_bytes),
@@ -307,7 +307,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
                 WindowLoader::stored_for(source.clone(), all.clone(), sequential, Some(target))?;
             drive(
                 loader,
-                |b, n| workspace.process_stored_upload(b, I16, n),
+                |b, n| workspace.process_stored(b, I16, n).map(drop),
                 Some(sync_each),
             )?
         } else {
@@ -315,7 +315,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
                 WindowLoader::scaled_for(source.clone(), all.clone(), sequential, Some(target))?;
             drive(
                 loader,
-                |b, n| workspace.process_chunk_upload(b, n),
+                |b, n| workspace.process_scaled(b, n).map(drop),
                 Some(sync_each),
             )?
         };
@@ -345,7 +345,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         "bench=upload runtime={target} path=loader_only windows={} windows_per_s={:.1} read_gbps={:.2}",
         args.windows,
         args.windows as f64 / seconds,
-        (stored_bytes * args.windows) as f64 / seconds / 1e9
+        gb_per_s(stored_bytes * args.windows as u64, seconds)
     );
 
     // Pipelined: the loader reads window i+1 while window i goes up and is unpacked.
@@ -356,13 +356,17 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
                 WindowLoader::stored_for(source.clone(), all.clone(), schedule, Some(target))?;
             drive(
                 loader,
-                |b, n| workspace.process_stored_upload(b, I16, n),
+                |b, n| workspace.process_stored(b, I16, n).map(drop),
                 None,
             )?
         } else {
             let loader =
                 WindowLoader::scaled_for(source.clone(), all.clone(), schedule, Some(target))?;
-            drive(loader, |b, n| workspace.process_chunk_upload(b, n), None)?
+            drive(
+                loader,
+                |b, n| workspace.process_scaled(b, n).map(drop),
+                None,
+            )?
         };
         sync();
         let seconds = t.elapsed().as_secs_f64();
@@ -370,15 +374,15 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             stored_bytes
         } else {
             f32_bytes
-        } * args.windows;
+        } * args.windows as u64;
         println!(
             "bench=upload runtime={target} path={path} pipelined_windows={} seconds={seconds:.3} \
              windows_per_s={:.1} input_gbps={:.2} int16_equiv_gbps={:.2} \
              waiting_for_reader_s={:.3} in_upload_calls_s={:.3} buffers_allocated={} pinned={}",
             args.windows,
             args.windows as f64 / seconds,
-            bytes as f64 / seconds / 1e9,
-            (stored_bytes * args.windows) as f64 / seconds / 1e9,
+            gb_per_s(bytes, seconds),
+            gb_per_s(stored_bytes * args.windows as u64, seconds),
             run.waiting.iter().sum::<f64>(),
             run.uploading.iter().sum::<f64>(),
             run.stats.buffers_allocated,

@@ -1,6 +1,9 @@
 //! Shared helpers for dspk's runnable examples and benchmarks: progress bars, human-readable
-//! sizes and rates, error reports as a command-line tool prints them, and the checks an
-//! example makes before it allocates what it was asked for. (The library crates never print;
+//! sizes and rates (and the byte counts behind them), command-line flags, a stream driven with
+//! a progress bar, error reports as a command-line tool prints them, the checks an example
+//! makes before it allocates what it was asked for, local whitening fitted over a stream
+//! ([`whitening`]), and spikes detected on a stream and scored against known spikes
+//! ([`events`]). (The library crates never print;
 //! examples do. The synthetic recording with known spikes that the `detect` example uses is
 //! `dspk::synapse::groundtruth::GroundTruthRecording`.)
 
@@ -12,8 +15,14 @@ use std::error::Error;
 use std::ffi::OsStr;
 use std::fmt;
 use std::process::ExitCode;
+use std::time::Instant;
 
+use dspk::SampleFormat;
+use dspk::ops::{DeviceWindow, WindowStream};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+pub mod events;
+pub mod whitening;
 
 /// A progress bar over `len` steps counted in `unit` (e.g. `"windows"`), drawn on stderr, or
 /// hidden when stderr is not a terminal (so logs stay clean).
@@ -51,6 +60,81 @@ pub fn human_bytes(bytes: f64) -> String {
 #[must_use]
 pub fn human_rate(bytes: f64, seconds: f64) -> String {
     format!("{}/s", human_bytes(bytes / seconds.max(f64::MIN_POSITIVE)))
+}
+
+/// The bytes of a window of `channels x samples` values stored as `format`: what crosses to
+/// the device for a stored window (`2` per value for int16), and what benches count per window.
+#[must_use]
+pub fn window_bytes(channels: usize, samples: usize, format: SampleFormat) -> u64 {
+    channels as u64 * samples as u64 * format.size() as u64
+}
+
+/// `bytes` moved in `seconds`, in GB/s (10^9 bytes per second), as the benches print it.
+#[must_use]
+pub fn gb_per_s(bytes: u64, seconds: f64) -> f64 {
+    bytes as f64 / seconds.max(f64::MIN_POSITIVE) / 1e9
+}
+
+/// Processes every window of `stream` in order, handing each to `each`, with a progress bar
+/// counting `unit` on stderr; returns the seconds from asking for the first window until the
+/// device has finished the last (it waits for the device).
+///
+/// # Errors
+///
+/// The first error of the stream (a read, an upload, a kernel) or of `each`.
+pub fn run_stream(
+    stream: &mut WindowStream,
+    unit: &str,
+    mut each: impl FnMut(&DeviceWindow) -> Result<(), Box<dyn Error>>,
+) -> Result<f64, Box<dyn Error>> {
+    let bar = progress_bar(stream.schedule().len() as u64, unit);
+    let started = Instant::now();
+    while let Some(window) = stream.next_window() {
+        each(window?)?;
+        bar.inc(1);
+    }
+    stream.workspace().sync()?;
+    let seconds = started.elapsed().as_secs_f64();
+    bar.finish_and_clear();
+    Ok(seconds)
+}
+
+/// What the command line asked for: to run, or to print the usage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flags {
+    /// Run with the values read.
+    Run,
+    /// `-h` or `--help`: print the usage and stop.
+    Help,
+}
+
+/// Reads command-line arguments `args` (the program name left out) of the form `--name N`:
+/// each flag named in `flags` sets its value to a positive whole number; `-h` or `--help`
+/// asks for the usage (whatever follows it).
+///
+/// # Errors
+///
+/// A message naming the flag whose value is missing, not a whole number or zero, or naming
+/// an argument that is not a flag in `flags`.
+pub fn parse_flags(
+    args: impl IntoIterator<Item = String>,
+    flags: &mut [(&str, &mut u64)],
+) -> Result<Flags, String> {
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        if arg == "-h" || arg == "--help" {
+            return Ok(Flags::Help);
+        }
+        let Some((name, value)) = flags.iter_mut().find(|(name, _)| *name == arg) else {
+            return Err(format!("unknown argument `{arg}` (try --help)"));
+        };
+        **value = args
+            .next()
+            .and_then(|v| v.parse().ok())
+            .filter(|&v| v > 0)
+            .ok_or(format!("{name} needs a positive whole number"))?;
+    }
+    Ok(Flags::Run)
 }
 
 /// The exit code of an example or benchmark whose body returned `result`: success, or on an
@@ -232,6 +316,22 @@ pub fn checked_product(what: &str, factors: &[u64]) -> Result<u64, Refusal> {
         })
 }
 
+/// The sum of the products of `terms` (sizes computed from command-line arguments: the bytes
+/// of several things held at once), or [`Refusal::Overflow`] naming `what` when a product or
+/// the sum does not fit in a `u64`.
+///
+/// # Errors
+///
+/// [`Refusal::Overflow`].
+pub fn checked_sum_of_products(what: &str, terms: &[&[u64]]) -> Result<u64, Refusal> {
+    terms.iter().try_fold(0u64, |sum, factors| {
+        sum.checked_add(checked_product(what, factors)?)
+            .ok_or_else(|| Refusal::Overflow {
+                what: what.to_string(),
+            })
+    })
+}
+
 /// Refuses a recording that has channels but no samples.
 ///
 /// # Errors
@@ -346,6 +446,85 @@ mod tests {
         assert_eq!(finish(Ok(())), ExitCode::SUCCESS);
     }
 
+    // Guards the preprocess bench's streamed figure, which counted each int16 window's bytes
+    // twice (`data().len() * 2` of a buffer already in bytes): docs/PERFORMANCE.md printed
+    // 6.1 GB/s for 66.1 windows/s of 384 x 60 000, which is 3.05 GB/s.
+    #[test]
+    fn a_stored_int16_window_counts_two_bytes_per_value() {
+        assert_eq!(
+            window_bytes(384, 60_000, SampleFormat::I16),
+            384 * 60_000 * 2
+        );
+        assert_eq!(window_bytes(3, 5, SampleFormat::I16), 30);
+        assert_eq!(window_bytes(3, 5, SampleFormat::F32), 60);
+        let per_s = gb_per_s(window_bytes(384, 60_000, SampleFormat::I16), 1.0 / 66.1);
+        assert!((per_s - 3.046).abs() < 1e-3, "{per_s}");
+        assert_eq!(gb_per_s(2_000_000_000, 0.5), 4.0);
+    }
+
+    // The bytes the benches print (from `window_bytes`) are what the stream uploads: two per
+    // value for a stored int16 window, four for a source without stored values.
+    #[test]
+    fn window_bytes_agree_with_what_a_stream_uploads() {
+        use dspk::ops::{Pipeline, StreamOptions};
+        use dspk::{RecordingSource, SampleRate, ScaledOnly, SyntheticRecording};
+        use std::sync::Arc;
+
+        let (channels, samples) = (6, 10_000);
+        let rate = SampleRate::from_hz(30_000).unwrap();
+        let source = SyntheticRecording::new(channels, samples, rate, 3).unwrap();
+        let options = StreamOptions {
+            window: 3_000,
+            extra_halo: 40,
+            ..StreamOptions::default()
+        };
+        dspk::test_util::for_each_runtime(|_, client| {
+            let stored: Arc<dyn RecordingSource> = Arc::new(source.clone());
+            let scaled: Arc<dyn RecordingSource> = Arc::new(ScaledOnly(source.clone()));
+            for (source, format) in [(stored, SampleFormat::I16), (scaled, SampleFormat::F32)] {
+                let mut stream =
+                    WindowStream::new(client, source, Pipeline::new(), &options).expect("stream");
+                let mut counted = 0;
+                run_stream(&mut stream, "windows", |window| {
+                    counted += window_bytes(channels, window.window().read_len(), format);
+                    Ok(())
+                })
+                .expect("run");
+                // Four windows, each with a halo of 40 where the recording has one.
+                assert_eq!(counted, window_bytes(channels, 10_000 + 6 * 40, format));
+                assert_eq!(stream.uploaded_bytes(), counted, "{format}");
+            }
+        });
+    }
+
+    #[test]
+    fn flags_read_positive_whole_numbers() {
+        let args = |line: &str| {
+            line.split_whitespace()
+                .map(String::from)
+                .collect::<Vec<_>>()
+        };
+        let (mut seconds, mut channels) = (10, 64);
+        let mut parse = |line: &str| {
+            parse_flags(
+                args(line),
+                &mut [("--seconds", &mut seconds), ("--channels", &mut channels)],
+            )
+        };
+        assert_eq!(parse("--channels 32 --seconds 3"), Ok(Flags::Run));
+        assert_eq!(parse(""), Ok(Flags::Run));
+        assert_eq!(parse("--seconds 4 --help --nonsense"), Ok(Flags::Help));
+        for (line, error) in [
+            ("--seconds 0", "--seconds needs a positive whole number"),
+            ("--seconds -1", "--seconds needs a positive whole number"),
+            ("--channels", "--channels needs a positive whole number"),
+            ("--units 3", "unknown argument `--units` (try --help)"),
+        ] {
+            assert_eq!(parse(line), Err(error.to_string()));
+        }
+        assert_eq!((seconds, channels), (4, 32));
+    }
+
     // Guards inspect's gains: they were printed as `value = stored x 5e-1 + -1e1 uV`.
     #[test]
     fn scaling_reads_as_a_sentence() {
@@ -394,6 +573,14 @@ mod tests {
             Ok(491_520_000_000)
         );
         assert_eq!(checked_product("nothing", &[]), Ok(1));
+        assert_eq!(
+            checked_sum_of_products("both", &[&[32, 90_000, 2], &[24, 3, 8, 48]]),
+            Ok(5_760_000 + 27_648)
+        );
+        for terms in [&[&[u64::MAX, 2][..]][..], &[&[u64::MAX], &[1]]] {
+            let error = checked_sum_of_products("the recording", terms).unwrap_err();
+            assert_eq!(error.to_string(), "the recording does not fit in 64 bits");
+        }
     }
 
     // Guards `detect --channels 8192 --seconds 1000`, which aborted the process on a 491 GB

@@ -52,8 +52,36 @@ pub enum Error {
         reason: String,
     },
 
+    /// A device array whose buffer or host values are too small for its shape (refused where
+    /// the array is made).
+    #[error("{shape} {element} array (channels x samples) needs {expected} {unit}, given {given}")]
+    ArrayShape {
+        /// The element type (`"f32"`, or the stored format).
+        element: String,
+        /// The shape asked for.
+        shape: crate::Shape,
+        /// What the shape needs.
+        expected: u64,
+        /// What was given.
+        given: u64,
+        /// What the counts count (`"values"`, `"bytes"`).
+        unit: &'static str,
+    },
+
+    /// Arrays whose shapes disagree (an output shaped differently from what an operation
+    /// writes, a window of the wrong number of channels).
+    #[error("{what}: expected an array of {expected} (channels x samples), given {given}")]
+    ShapeMismatch {
+        /// The array, with the operation (`"medfilt: output"`).
+        what: &'static str,
+        /// The shape the operation needs.
+        expected: crate::Shape,
+        /// The array's shape.
+        given: crate::Shape,
+    },
+
     /// A pipeline stage failed.
-    #[error("pipeline stage {stage}: {source}")]
+    #[error("pipeline stage {stage} failed")]
     Stage {
         /// The stage's name and position.
         stage: String,
@@ -81,8 +109,8 @@ pub enum Error {
     UnsupportedFormat(dspk_core::SampleFormat),
 
     /// The device reported an error (out of memory, a lost device, a failed read).
-    #[error("device error: {0}")]
-    Device(String),
+    #[error("the device failed")]
+    Device(#[from] cubecl::server::ServerError),
 
     /// An error from `dspk-core`.
     #[error(transparent)]

@@ -1,9 +1,6 @@
-//! Launch geometry and the argument checks shared by the kernel families.
+//! Launch geometry shared by the kernel families.
 
 use cubecl::prelude::CubeCount;
-use cubecl::server::Handle;
-
-use crate::{Error, Result};
 
 /// Units per cube for 1-D element-wise kernels.
 pub(crate) const CUBE_DIM: u32 = 256;
@@ -25,42 +22,4 @@ pub(crate) fn cube_count_for(units: usize, cube_dim: u32) -> CubeCount {
         .max(1);
     let x = cubes.min(MAX_CUBES_PER_DIM);
     CubeCount::Static(x, cubes.div_ceil(x), 1)
-}
-
-/// `channels * samples` as a value count a kernel can index with 32-bit integers.
-///
-/// # Errors
-///
-/// [`Error::OverLimit`] naming `what` when the product exceeds `u32::MAX`.
-pub(crate) fn checked_values(what: &'static str, channels: usize, samples: usize) -> Result<usize> {
-    channels
-        .checked_mul(samples)
-        .filter(|&v| v <= u32::MAX as usize)
-        .ok_or(Error::OverLimit {
-            what,
-            requested: channels as u64 * samples as u64,
-            limit: u64::from(u32::MAX),
-            unit: "values",
-            reason: "kernels index one buffer with 32-bit integers",
-        })
-}
-
-/// Checks that `handle` holds at least `bytes` bytes (its requested size, not the padded one).
-/// Every public launch checks each buffer this way before an unchecked launch, so the lengths
-/// a kernel bounds its indices by are true of the buffers.
-///
-/// # Errors
-///
-/// [`Error::Shape`] naming `what`.
-pub(crate) fn check_buffer(what: &'static str, handle: &Handle, bytes: usize) -> Result<()> {
-    let actual = usize::try_from(handle.size_in_used()).unwrap_or(usize::MAX);
-    if actual < bytes {
-        return Err(Error::Shape {
-            what,
-            expected: bytes,
-            actual,
-            unit: "bytes",
-        });
-    }
-    Ok(())
 }

@@ -3,34 +3,30 @@
 use cubecl::bytes::Bytes;
 use cubecl::client::Client;
 use cubecl::future::block_on;
-use cubecl::prelude::*;
 use cubecl::server::Handle;
 use dspk_core::SampleFormat;
 
+use crate::array::alloc;
 use crate::limits::DeviceLimits;
 use crate::pipeline::Pipeline;
 use crate::unpack::unpack_scaled;
-use crate::{Error, Result};
-
-/// A device buffer of `bytes` (at least one 4-byte word: zero-sized buffers are not valid on
-/// every runtime).
-fn empty(client: &Client, bytes: usize) -> Handle {
-    client.empty(bytes.max(4))
-}
+use crate::{ChannelVector, DeviceArray, Error, Result, Shape, StoredArray};
 
 /// Persistent device buffers for windows of `channels x samples` (up to `max_samples`), reused
 /// for every window: after the first window of a stored format, uploading and unpacking a
-/// window allocates nothing on the device and copies nothing on the host (with the owned
-/// uploads).
+/// window allocates nothing on the device and, with [`process_stored`](Self::process_stored)
+/// fed by [`LoadedWindow::into_upload`](dspk_core::LoadedWindow::into_upload), copies nothing
+/// on the host. [`WindowStream`](crate::WindowStream) drives one over a whole recording.
 ///
 /// A window arrives in one of two ways and ends as scaled `f32` values, channel-major, in
 /// [`output`](Self::output):
-/// - **stored** ([`process_stored_chunk_in_vram`](Self::process_stored_chunk_in_vram), [`process_stored_chunk_owned`](Self::process_stored_chunk_owned)):
-///   the stored little-endian integers cross the bus as they are (int16: half the bytes of
-///   `f32`) and a kernel unpacks and scales them with the gains and offsets set by
+/// - **stored** ([`process_stored`](Self::process_stored),
+///   [`process_stored_chunk_in_vram`](Self::process_stored_chunk_in_vram)): the stored
+///   little-endian integers cross the bus as they are (int16: half the bytes of `f32`) and a
+///   kernel unpacks and scales them with the gains and offsets set by
 ///   [`set_stored_scaling`](Self::set_stored_scaling);
-/// - **scaled** ([`process_chunk_in_vram`](Self::process_chunk_in_vram), [`process_chunk_owned`](Self::process_chunk_owned)):
-///   `f32` values computed on the host, for sources without stored access.
+/// - **scaled** ([`process_scaled`](Self::process_scaled)): `f32` values computed on the host,
+///   for sources without stored access.
 ///
 /// Each window then runs through the workspace's [`Pipeline`] (none by default; see
 /// [`set_pipeline`](Self::set_pipeline)), still on the device, and [`output`](Self::output)
@@ -41,18 +37,18 @@ pub struct PipelineWorkspace {
     channels: usize,
     max_samples: usize,
     limits: DeviceLimits,
-    /// The scaled window, `channels * max_samples` `f32`.
-    scaled: Handle,
+    /// The scaled window buffer, `channels x max_samples` `f32`.
+    scaled_full: DeviceArray,
+    /// The current window's scaled values, at the front of `scaled_full`.
+    scaled: DeviceArray,
     /// The stages each window runs through.
     pipeline: Pipeline,
-    /// Where the current window's result is: `scaled`, or one of the pipeline's buffers.
-    output: Handle,
+    /// The current window's result: `scaled`, or one of the pipeline's buffers.
+    output: DeviceArray,
     /// Stored bytes of the current window, sized for `stored_format` (allocated on first use).
     stored: Option<(SampleFormat, Handle)>,
     /// Per-channel `f32` gains and offsets for the stored path.
-    scaling: Option<(Handle, Handle)>,
-    /// Samples per channel of the window now in `output`.
-    samples: usize,
+    scaling: Option<(ChannelVector, ChannelVector)>,
     /// Device buffers this workspace has allocated (for tests and reports).
     allocations: usize,
 }
@@ -83,7 +79,9 @@ impl PipelineWorkspace {
     ) -> Result<Self> {
         let values = (channels as u64).saturating_mul(max_samples as u64);
         limits.check("workspace window", values, 4)?;
-        let scaled = empty(client, values as usize * 4);
+        let shape = Shape::new(channels, max_samples);
+        let scaled_full = DeviceArray::trusted(alloc::<f32>(client, values as usize), shape);
+        let scaled = scaled_full.front(channels, 0)?;
         Ok(Self {
             client: client.clone(),
             channels,
@@ -91,17 +89,12 @@ impl PipelineWorkspace {
             limits,
             output: scaled.clone(),
             scaled,
+            scaled_full,
             pipeline: Pipeline::new(),
             stored: None,
             scaling: None,
-            samples: 0,
             allocations: 1,
         })
-    }
-
-    fn allocate(&mut self, bytes: usize) -> Handle {
-        self.allocations += 1;
-        empty(&self.client, bytes)
     }
 
     /// Channels per window.
@@ -119,7 +112,7 @@ impl PipelineWorkspace {
     /// Samples per channel of the window now in [`output`](Self::output).
     #[must_use]
     pub fn samples(&self) -> usize {
-        self.samples
+        self.output.samples()
     }
 
     /// Device buffers this workspace has allocated so far: one for the scaled window, one per
@@ -141,6 +134,7 @@ impl PipelineWorkspace {
         self.limits.check("pipeline buffer", values, 4)?;
         pipeline.reserve(&self.client, self.channels, self.max_samples)?;
         self.pipeline = pipeline;
+        self.scaled = self.scaled_full.front(self.channels, 0)?;
         self.output = self.scaled.clone();
         Ok(())
     }
@@ -157,18 +151,18 @@ impl PipelineWorkspace {
         &self.client
     }
 
-    /// The device buffer holding the current window's result (scaled, then through the
-    /// pipeline): `channels * samples()` `f32`, channel-major, at the start of a buffer of
-    /// `channels * max_samples()`. Valid until the next window is processed.
+    /// The current window's result (scaled, then through the pipeline): `channels x
+    /// samples()` `f32`, at the front of a buffer sized for `max_samples()`. Valid until the
+    /// next window is processed (a clone shares the buffer, it does not keep the values).
     #[must_use]
-    pub fn output(&self) -> &Handle {
+    pub fn output(&self) -> &DeviceArray {
         &self.output
     }
 
-    /// The device buffer holding the current window's scaled values, before the pipeline
-    /// (the same as [`output`](Self::output) when the pipeline is empty).
+    /// The current window's scaled values, before the pipeline (the same as
+    /// [`output`](Self::output) when the pipeline is empty).
     #[must_use]
-    pub fn scaled(&self) -> &Handle {
+    pub fn scaled(&self) -> &DeviceArray {
         &self.scaled
     }
 
@@ -201,75 +195,64 @@ impl PipelineWorkspace {
                 offset: offsets[channel],
             });
         }
-        let (gains_handle, offsets_handle) = match self.scaling.take() {
-            Some(handles) => handles,
+        let (gains_vector, offsets_vector) = match self.scaling.take() {
+            Some(vectors) => vectors,
             None => {
-                let bytes = self.channels * 4;
-                (self.allocate(bytes), self.allocate(bytes))
+                self.allocations += 2;
+                (
+                    ChannelVector::empty(&self.client, self.channels)?,
+                    ChannelVector::empty(&self.client, self.channels)?,
+                )
             }
         };
-        self.write(&gains_handle, Bytes::from_elems(gains32));
-        self.write(&offsets_handle, Bytes::from_elems(offsets32));
-        self.scaling = Some((gains_handle, offsets_handle));
+        self.write(gains_vector.handle(), Bytes::from_elems(gains32));
+        self.write(offsets_vector.handle(), Bytes::from_elems(offsets32));
+        self.scaling = Some((gains_vector, offsets_vector));
         Ok(())
     }
 
-    /// Uploads a window of stored values (`channels * samples` little-endian values of
-    /// `format`, channel-major) and unpacks it into [`output`](Self::output). Copies the bytes
-    /// once on the host (into an owned upload buffer); [`process_stored_chunk_owned`](Self::process_stored_chunk_owned)
-    /// copies nothing.
+    /// Uploads a window of stored values borrowed from the caller (`channels * samples`
+    /// little-endian values of `format`, channel-major), unpacks and scales it and runs the
+    /// pipeline; returns [`output`](Self::output). Copies the bytes once on the host, into an
+    /// owned upload buffer padded to whole 32-bit words, which the runtime then copies to the
+    /// device; [`process_stored`](Self::process_stored) with a loader's
+    /// [`into_upload`](dspk_core::LoadedWindow::into_upload) copies nothing on the host.
     ///
     /// # Errors
     ///
-    /// As [`process_stored_chunk_owned`](Self::process_stored_chunk_owned).
+    /// As [`process_stored`](Self::process_stored).
     pub fn process_stored_chunk_in_vram(
         &mut self,
         stored: &[u8],
         format: SampleFormat,
         samples: usize,
-    ) -> Result<()> {
-        let mut owned = Vec::with_capacity(stored.len().next_multiple_of(4));
-        owned.extend_from_slice(stored);
-        self.process_stored_chunk_owned(owned, format, samples)
-    }
-
-    /// Uploads a window of stored values moved in by value (no host copy) and unpacks it into
-    /// [`output`](Self::output). A byte length that is not a multiple of 4 (an odd number of
-    /// 16-bit values) is padded with zeros in place, within the vector's capacity when it has
-    /// room.
-    ///
-    /// # Errors
-    ///
-    /// As [`process_stored_upload`](Self::process_stored_upload).
-    pub fn process_stored_chunk_owned(
-        &mut self,
-        mut stored: Vec<u8>,
-        format: SampleFormat,
-        samples: usize,
-    ) -> Result<()> {
+    ) -> Result<DeviceArray> {
         // Check before padding, so padding never makes a wrong length look right.
         self.check_window(samples, stored.len(), format.size(), "stored window")?;
-        stored.resize(stored.len().next_multiple_of(4), 0);
-        self.process_stored_upload(Bytes::from_bytes_vec(stored), format, samples)
+        let mut owned = Vec::with_capacity(stored.len().next_multiple_of(4));
+        owned.extend_from_slice(stored);
+        owned.resize(stored.len().next_multiple_of(4), 0);
+        self.process_stored(Bytes::from_bytes_vec(owned), format, samples)
     }
 
     /// Uploads a window of stored values given as CubeCL [`Bytes`] (for example from
     /// [`LoadedWindow::into_upload`](dspk_core::LoadedWindow::into_upload), which recycles
-    /// the loader's page-locked buffers) and unpacks it into [`output`](Self::output). The
-    /// length is `channels * samples * format.size()` bytes, or that rounded up to a multiple
-    /// of 4 with zero padding.
+    /// the loader's page-locked buffers), unpacks and scales it on the device and runs the
+    /// pipeline; returns [`output`](Self::output). The length is `channels * samples *
+    /// format.size()` bytes, or that rounded up to a multiple of 4 with zero padding.
     ///
     /// # Errors
     ///
     /// [`Error::ScalingNotSet`] before [`set_stored_scaling`](Self::set_stored_scaling),
     /// [`Error::WindowTooLong`], [`Error::Shape`] for a length that disagrees with the window,
+    /// [`Error::UnsupportedFormat`] for a format without an unpack kernel,
     /// [`Error::OverLimit`] for a stored buffer over the device's limits.
-    pub fn process_stored_upload(
+    pub fn process_stored(
         &mut self,
         stored: Bytes,
         format: SampleFormat,
         samples: usize,
-    ) -> Result<()> {
+    ) -> Result<DeviceArray> {
         let unpadded = self.channels * samples.min(self.max_samples) * format.size();
         let len = if stored.len() == unpadded.next_multiple_of(4) {
             unpadded
@@ -284,80 +267,38 @@ impl PipelineWorkspace {
         if !stored.is_empty() {
             self.write(&handle, stored);
         }
-        unpack_scaled(
-            &self.client,
-            &handle,
-            format,
-            &gains,
-            &offsets,
-            &self.scaled,
-            self.channels,
-            samples,
-        )?;
-        self.run_pipeline(samples)
+        let stored = StoredArray::from_handle(handle, format, self.channels, samples)?;
+        self.scaled = self.scaled_full.front(self.channels, samples)?;
+        unpack_scaled(&self.client, &stored, &gains, &offsets, &self.scaled)?;
+        self.run_pipeline()
     }
 
-    /// Uploads a window of scaled `f32` values (`channels * samples`, channel-major) into
-    /// [`output`](Self::output). Copies the values once on the host;
-    /// [`process_chunk_owned`](Self::process_chunk_owned) copies nothing.
-    ///
-    /// # Errors
-    ///
-    /// As [`process_chunk_owned`](Self::process_chunk_owned).
-    pub fn process_chunk_in_vram(&mut self, values: &[f32], samples: usize) -> Result<()> {
-        self.process_chunk_owned(values.to_vec(), samples)
-    }
-
-    /// Uploads a window of scaled `f32` values moved in by value (no host copy).
-    ///
-    /// # Errors
-    ///
-    /// As [`process_chunk_upload`](Self::process_chunk_upload).
-    pub fn process_chunk_owned(&mut self, values: Vec<f32>, samples: usize) -> Result<()> {
-        self.process_chunk_upload(Bytes::from_elems(values), samples)
-    }
-
-    /// Uploads a window of scaled `f32` values given as CubeCL [`Bytes`] (for example from
+    /// Uploads a window of scaled `f32` values given as CubeCL [`Bytes`] (`channels * samples`
+    /// little-endian `f32`, channel-major: `Bytes::from_elems(values)` for a host vector, or
     /// [`LoadedWindow::into_upload`](dspk_core::LoadedWindow::into_upload) on a scaled loader)
-    /// into [`output`](Self::output): `channels * samples * 4` bytes, little-endian `f32`.
+    /// and runs the pipeline; returns [`output`](Self::output).
     ///
     /// # Errors
     ///
     /// [`Error::WindowTooLong`], or [`Error::Shape`] when the length is not
     /// `channels * samples * 4` bytes.
-    pub fn process_chunk_upload(&mut self, values: Bytes, samples: usize) -> Result<()> {
+    pub fn process_scaled(&mut self, values: Bytes, samples: usize) -> Result<DeviceArray> {
         self.check_window(samples, values.len(), 4, "scaled window")?;
         if !values.is_empty() {
-            self.write(&self.scaled, values);
+            self.write(self.scaled_full.handle(), values);
         }
-        self.run_pipeline(samples)
+        self.scaled = self.scaled_full.front(self.channels, samples)?;
+        self.run_pipeline()
     }
 
-    /// Runs the pipeline on the scaled window of `samples` per channel and flushes.
-    fn run_pipeline(&mut self, samples: usize) -> Result<()> {
-        self.samples = samples;
+    /// Runs the pipeline on the scaled window and flushes.
+    fn run_pipeline(&mut self) -> Result<DeviceArray> {
         self.output = self.scaled.clone();
-        if samples > 0 {
-            self.output = self
-                .pipeline
-                .run(&self.client, &self.scaled, self.channels, samples)?;
+        if !self.scaled.is_empty() {
+            self.output = self.pipeline.run(&self.client, &self.scaled)?;
         }
-        self.flush()
-    }
-
-    /// Reads the current window's result values back to the host (waits for the device).
-    /// For tests and for results that must leave the device; the pipeline itself never calls it.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Device`] if the device reports an error (including one from an earlier upload
-    /// or kernel).
-    pub fn read_output(&self) -> Result<Vec<f32>> {
-        let bytes = self
-            .client
-            .read_one(self.output.clone())
-            .map_err(|e| Error::Device(format!("{e:?}")))?;
-        Ok(f32::from_bytes(&bytes)[..self.channels * self.samples].to_vec())
+        self.flush()?;
+        Ok(self.output.clone())
     }
 
     /// Waits until every queued upload and kernel has finished.
@@ -366,7 +307,7 @@ impl PipelineWorkspace {
     ///
     /// [`Error::Device`] if the device reports an error.
     pub fn sync(&self) -> Result<()> {
-        block_on(self.client.sync()).map_err(|e| Error::Device(format!("{e:?}")))
+        Ok(block_on(self.client.sync())?)
     }
 
     /// Hands the queued work to the device now, without waiting for it. Runtimes batch work
@@ -375,9 +316,7 @@ impl PipelineWorkspace {
     /// until a sync that never comes. (On CUDA the flush also waits for the previous flush's
     /// copies, which bounds the uploads in flight.)
     fn flush(&self) -> Result<()> {
-        self.client
-            .flush()
-            .map_err(|e| Error::Device(format!("{e:?}")))
+        Ok(self.client.flush()?)
     }
 
     /// Checks a window of `samples` per channel given as `len` elements of `per_sample` each.
@@ -417,7 +356,9 @@ impl PipelineWorkspace {
         let values = self.channels as u64 * self.max_samples as u64;
         self.limits
             .check("stored window", values, format.size() as u64)?;
-        let handle = self.allocate((values as usize * format.size()).next_multiple_of(4));
+        let bytes = StoredArray::bytes(format, Shape::new(self.channels, self.max_samples))?;
+        self.allocations += 1;
+        let handle = self.client.empty((bytes as usize).max(4));
         self.stored = Some((format, handle.clone()));
         Ok(handle)
     }

@@ -31,7 +31,11 @@ fn device_allocations_do_not_grow_with_windows() {
                 .map(|_| rng.next_u64() as u8)
                 .collect();
             workspace
-                .process_stored_chunk_owned(bytes, SampleFormat::I16, n)
+                .process_stored(
+                    cubecl::bytes::Bytes::from_bytes_vec(bytes),
+                    SampleFormat::I16,
+                    n,
+                )
                 .unwrap();
             workspace.sync().unwrap();
             if window == 6 {

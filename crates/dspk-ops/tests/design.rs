@@ -11,6 +11,7 @@
 mod common;
 
 use common::{Reference, invalid, noise};
+use dspk_core::test_util::assert_close_to_peak;
 use dspk_ops::Error;
 use dspk_ops::design::host::{self, DecimateFilter};
 use dspk_ops::design::{
@@ -18,30 +19,13 @@ use dspk_ops::design::{
     kaiser_beta, kaiserord, lfilter_zi, resample_poly_filter, sosfilt_zi,
 };
 
-/// Checks `|actual - expected| <= tol * max(|expected|)` element by element, printing the first
-/// failure with its index.
-fn assert_close(what: &str, actual: &[f64], expected: &[f64], tol: f64) {
-    assert_eq!(actual.len(), expected.len(), "{what}: length");
-    let scale = expected
-        .iter()
-        .fold(0.0_f64, |m, v| m.max(v.abs()))
-        .max(f64::MIN_POSITIVE);
-    for (i, (a, e)) in actual.iter().zip(expected).enumerate() {
-        let diff = (a - e).abs();
-        assert!(
-            diff <= tol * scale,
-            "{what}[{i}]: actual {a:e}, expected {e:e}, difference {diff:e} > {tol:e} * {scale:e}"
-        );
-    }
-}
-
 /// Compares sections row by row, numerator and denominator each relative to their own largest
 /// coefficient (the gain can make a numerator tiny).
 fn assert_sos_close(what: &str, sos: &Sos, expected: &[f64], tol: f64) {
     assert_eq!(sos.len() * 6, expected.len(), "{what}: number of sections");
     for (s, (row, want)) in sos.sections().iter().zip(expected.chunks(6)).enumerate() {
-        assert_close(&format!("{what} section {s} b"), &row[..3], &want[..3], tol);
-        assert_close(&format!("{what} section {s} a"), &row[3..], &want[3..], tol);
+        assert_close_to_peak(&format!("{what} section {s} b"), &row[..3], &want[..3], tol);
+        assert_close_to_peak(&format!("{what} section {s} a"), &row[3..], &want[3..], tol);
     }
 }
 
@@ -67,7 +51,7 @@ fn butter_matches_scipy_section_by_section() {
         let sos = butter(p[1] as usize, band(p[0], p[2], p[3]), p[4]).unwrap();
         assert_sos_close(&what, &sos, r.values(&format!("sos_{i}")), 1e-13);
         let zi = sosfilt_zi(&sos).unwrap();
-        assert_close(
+        assert_close_to_peak(
             &format!("{what} zi"),
             &flat_zi(&zi),
             r.values(&format!("zi_{i}")),
@@ -85,7 +69,7 @@ fn cheby1_matches_scipy_section_by_section() {
         let sos = cheby1(p[1] as usize, p[5], band(p[0], p[2], p[3]), p[4]).unwrap();
         assert_sos_close(&what, &sos, r.values(&format!("sos_{i}")), 1e-13);
         let zi = sosfilt_zi(&sos).unwrap();
-        assert_close(
+        assert_close_to_peak(
             &format!("{what} zi"),
             &flat_zi(&zi),
             r.values(&format!("zi_{i}")),
@@ -100,7 +84,7 @@ fn iirnotch_matches_scipy() {
     for i in 0..r.scalar("count") as usize {
         let p = r.values(&format!("params_{i}"));
         let sos = iirnotch(p[0], p[1], p[2]).unwrap();
-        assert_close(
+        assert_close_to_peak(
             &format!("iirnotch {p:?}"),
             sos.as_flat(),
             r.values(&format!("ba_{i}")),
@@ -120,7 +104,7 @@ fn firwin_matches_scipy() {
             Window::Kaiser(p[6])
         };
         let taps = firwin(p[1] as usize, band(p[0], p[2], p[3]), window, p[4]).unwrap();
-        assert_close(
+        assert_close_to_peak(
             &format!("firwin {p:?}"),
             &taps,
             r.values(&format!("taps_{i}")),
@@ -128,9 +112,9 @@ fn firwin_matches_scipy() {
         );
     }
     let hamming = Window::Hamming.symmetric(9).unwrap();
-    assert_close("hamming 9", &hamming, r.values("hamming_9"), 1e-15);
+    assert_close_to_peak("hamming 9", &hamming, r.values("hamming_9"), 1e-15);
     let kaiser = Window::Kaiser(14.0).symmetric(8).unwrap();
-    assert_close("kaiser 8", &kaiser, r.values("kaiser_8"), 1e-14);
+    assert_close_to_peak("kaiser 8", &kaiser, r.values("kaiser_8"), 1e-14);
 }
 
 #[test]
@@ -141,7 +125,7 @@ fn kaiser_formulas_match_scipy() {
         .iter()
         .map(|&a| kaiser_beta(a))
         .collect();
-    assert_close("kaiser_beta", &betas, r.values("beta"), 1e-15);
+    assert_close_to_peak("kaiser_beta", &betas, r.values("beta"), 1e-15);
     let ord: Vec<f64> = r
         .values("kaiserord_in")
         .chunks(2)
@@ -152,14 +136,14 @@ fn kaiser_formulas_match_scipy() {
         .collect();
     for (got, want) in ord.chunks(2).zip(r.values("kaiserord_out").chunks(2)) {
         assert_eq!(got[0], want[0], "kaiserord numtaps");
-        assert_close("kaiserord beta", &got[1..], &want[1..], 1e-15);
+        assert_close_to_peak("kaiserord beta", &got[1..], &want[1..], 1e-15);
     }
     let atten: Vec<f64> = r
         .values("kaiser_atten_in")
         .chunks(2)
         .map(|c| kaiser_atten(c[0] as usize, c[1]))
         .collect();
-    assert_close("kaiser_atten", &atten, r.values("kaiser_atten_out"), 1e-15);
+    assert_close_to_peak("kaiser_atten", &atten, r.values("kaiser_atten_out"), 1e-15);
 }
 
 #[test]
@@ -172,7 +156,7 @@ fn resample_poly_matches_scipy() {
         let filter = resample_poly_filter(up, down).unwrap();
         if filter.up != filter.down {
             let taps = r.values(&format!("taps_{i}"));
-            assert_close(
+            assert_close_to_peak(
                 &format!("resample_poly_filter({up}, {down})"),
                 &filter.taps,
                 taps,
@@ -181,7 +165,7 @@ fn resample_poly_matches_scipy() {
             assert_eq!(filter.half_len, (taps.len() - 1) / 2);
         }
         let y = host::resample_poly(x, up, down).unwrap();
-        assert_close(
+        assert_close_to_peak(
             &format!("resample_poly({up}, {down})"),
             &y,
             r.values(&format!("y_{i}")),
@@ -203,21 +187,21 @@ fn decimate_matches_scipy() {
             1e-13,
         );
         let fir = decimate_fir(q).unwrap();
-        assert_close(
+        assert_close_to_peak(
             &format!("decimate_fir({q})"),
             &fir.taps,
             r.values(&format!("fir_taps_{q}")),
             1e-15,
         );
         let y = host::decimate(x, q, DecimateFilter::Iir).unwrap();
-        assert_close(
+        assert_close_to_peak(
             &format!("decimate iir {q}"),
             &y,
             r.values(&format!("iir_y_{q}")),
             1e-13,
         );
         let y = host::decimate(x, q, DecimateFilter::Fir).unwrap();
-        assert_close(
+        assert_close_to_peak(
             &format!("decimate fir {q}"),
             &y,
             r.values(&format!("fir_y_{q}")),
@@ -237,18 +221,18 @@ fn host_filters_match_scipy() {
     let hp = sos_from(r.values("hp_sos"));
     let bp = sos_from(r.values("bp_sos"));
     let tol = 1e-13;
-    assert_close(
+    assert_close_to_peak(
         "sosfilt hp",
         &host::sosfilt(&hp, x, None).unwrap(),
         r.values("hp_sosfilt"),
         tol,
     );
     let y = host::sosfiltfilt(&hp, x, None).unwrap();
-    assert_close("sosfiltfilt hp", &y, r.values("hp_sosfiltfilt"), tol);
+    assert_close_to_peak("sosfiltfilt hp", &y, r.values("hp_sosfiltfilt"), tol);
     let y = host::sosfiltfilt(&bp, x, None).unwrap();
-    assert_close("sosfiltfilt bp", &y, r.values("bp_sosfiltfilt"), tol);
+    assert_close_to_peak("sosfiltfilt bp", &y, r.values("bp_sosfiltfilt"), tol);
     let y = host::sosfiltfilt(&bp, x, Some(50)).unwrap();
-    assert_close(
+    assert_close_to_peak(
         "sosfiltfilt bp padlen 50",
         &y,
         r.values("bp_sosfiltfilt_pad50"),
@@ -261,15 +245,15 @@ fn host_filters_match_scipy() {
         .map(|z| [z[0] * x[0], z[1] * x[0]])
         .collect();
     let y = host::sosfilt(&bp, x, Some(&mut zi)).unwrap();
-    assert_close("sosfilt bp zi", &y, r.values("bp_sosfilt_zi"), tol);
-    assert_close("sosfilt bp zf", &flat_zi(&zi), r.values("bp_zf"), tol);
+    assert_close_to_peak("sosfilt bp zi", &y, r.values("bp_sosfilt_zi"), tol);
+    assert_close_to_peak("sosfilt bp zf", &flat_zi(&zi), r.values("bp_zf"), tol);
 
     let fir = r.values("fir");
     let y = host::lfilter(fir, &[1.0], x, None).unwrap();
-    assert_close("lfilter fir", &y, r.values("fir_lfilter"), tol);
+    assert_close_to_peak("lfilter fir", &y, r.values("fir_lfilter"), tol);
     let y = host::filtfilt(fir, &[1.0], x, None).unwrap();
-    assert_close("filtfilt fir", &y, r.values("fir_filtfilt"), tol);
-    assert_close(
+    assert_close_to_peak("filtfilt fir", &y, r.values("fir_filtfilt"), tol);
+    assert_close_to_peak(
         "lfilter_zi fir",
         &lfilter_zi(fir, &[1.0]).unwrap(),
         r.values("fir_zi"),
@@ -278,10 +262,10 @@ fn host_filters_match_scipy() {
 
     let (b, a) = (r.values("iir_b"), r.values("iir_a"));
     let y = host::lfilter(b, a, x, None).unwrap();
-    assert_close("lfilter iir", &y, r.values("iir_lfilter"), tol);
+    assert_close_to_peak("lfilter iir", &y, r.values("iir_lfilter"), tol);
     let y = host::filtfilt(b, a, x, None).unwrap();
-    assert_close("filtfilt iir", &y, r.values("iir_filtfilt"), tol);
-    assert_close(
+    assert_close_to_peak("filtfilt iir", &y, r.values("iir_filtfilt"), tol);
+    assert_close_to_peak(
         "lfilter_zi iir",
         &lfilter_zi(b, a).unwrap(),
         r.values("iir_zi"),

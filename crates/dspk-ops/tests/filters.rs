@@ -14,10 +14,9 @@ mod common;
 use common::Reference;
 use cubecl::client::Client;
 use dspk_core::test_util::{Rng, assert_close, for_each_runtime};
-use dspk_ops::buffers::{download_f32, empty_f32, upload_f32};
 use dspk_ops::design::host::{self, DecimateFilter};
 use dspk_ops::design::{Band, Sos, butter};
-use dspk_ops::{Decimate, Error, Fir, Initial, Pipeline, SosFilter, Stage};
+use dspk_ops::{Decimate, DeviceArray, Error, Fir, Initial, Pipeline, SosFilter, Stage};
 
 const TOL: f64 = 1e-5;
 
@@ -43,17 +42,18 @@ fn check(
     key: &str,
     tol: f64,
     out_len: impl Fn(usize) -> usize,
-    run: impl FnOnce(&Client, &cubecl::server::Handle, &cubecl::server::Handle, usize, usize),
+    run: impl FnOnce(&Client, &DeviceArray, &DeviceArray),
 ) {
     let shape = reference.shape("x");
     let (channels, samples) = (shape[0], shape[1]);
-    let input = upload_f32(client, &reference.values_f32("x"));
+    let input =
+        DeviceArray::from_host(client, &reference.values_f32("x"), channels, samples).unwrap();
     let n_out = out_len(samples);
-    let output = empty_f32(client, channels * n_out);
-    run(client, &input, &output, channels, samples);
+    let output = DeviceArray::empty(client, channels, n_out).unwrap();
+    run(client, &input, &output);
     let expected = reference.values(key);
     assert_eq!(expected.len(), channels * n_out, "{key}: output length");
-    let actual = download_f32(client, &output, expected.len()).unwrap();
+    let actual = output.to_host(client).unwrap();
     let scale = expected.iter().fold(0.0f64, |m, v| m.max(v.abs()));
     let worst = actual
         .iter()
@@ -107,8 +107,8 @@ fn iir_filters_match_scipy() {
                         key,
                         tolerance,
                         |n| n,
-                        |c, i, o, ch, s| {
-                            filter.run(c, i, o, ch, s).unwrap();
+                        |c, i, o| {
+                            filter.run(c, i, o).unwrap();
                         },
                     );
                 }
@@ -128,16 +128,16 @@ fn fir_resample_and_decimate_match_scipy() {
             "lfilter",
             TOL,
             |n| n,
-            |c, i, o, ch, s| {
-                lfilter.run(c, i, o, ch, s).unwrap();
+            |c, i, o| {
+                lfilter.run(c, i, o).unwrap();
             },
         );
         for (up, down) in [(3, 2), (1, 3), (2, 1)] {
             let mut resampler = Fir::resample_poly(up, down).unwrap();
             let key = format!("resample_{up}_{down}");
             let out_len = |n: usize| (n * up).div_ceil(down);
-            check(client, &reference, &key, TOL, out_len, |c, i, o, ch, s| {
-                resampler.run(c, i, o, ch, s).unwrap();
+            check(client, &reference, &key, TOL, out_len, |c, i, o| {
+                resampler.run(c, i, o).unwrap();
             });
         }
         for q in [2, 3] {
@@ -153,8 +153,8 @@ fn fir_resample_and_decimate_match_scipy() {
                     &key,
                     tol,
                     |n| n.div_ceil(q),
-                    |c, i, o, ch, s| {
-                        decimate.run(c, i, o, ch, s).unwrap();
+                    |c, i, o| {
+                        decimate.run(c, i, o).unwrap();
                     },
                 );
             }
@@ -173,17 +173,16 @@ fn filters_match_host_reference_on_random_inputs() {
             let x: Vec<f64> = (0..channels * samples)
                 .map(|_| rng.uniform(-200.0, 200.0))
                 .collect();
-            let input = upload_f32(client, &x.iter().map(|&v| v as f32).collect::<Vec<_>>());
-            let output = empty_f32(client, x.len());
+            let x32: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+            let input = DeviceArray::from_host(client, &x32, channels, samples).unwrap();
+            let output = DeviceArray::empty(client, channels, samples).unwrap();
             let mut filter = SosFilter::zero_phase(&sos).unwrap();
-            filter
-                .run(client, &input, &output, channels, samples)
-                .unwrap();
+            filter.run(client, &input, &output).unwrap();
             let expected: Vec<f64> = x
                 .chunks(samples)
                 .flat_map(|row| host::sosfiltfilt(&sos, row, None).unwrap())
                 .collect();
-            let actual = download_f32(client, &output, x.len()).unwrap();
+            let actual = output.to_host(client).unwrap();
             let scale = expected.iter().fold(0.0f64, |m, v| m.max(v.abs()));
             assert_close(
                 &format!("sosfiltfilt {channels}x{samples}"),
@@ -195,12 +194,12 @@ fn filters_match_host_reference_on_random_inputs() {
 
             let taps: Vec<f64> = (0..13).map(|_| rng.uniform(-1.0, 1.0)).collect();
             let mut fir = Fir::lfilter(&taps).unwrap();
-            fir.run(client, &input, &output, channels, samples).unwrap();
+            fir.run(client, &input, &output).unwrap();
             let expected: Vec<f64> = x
                 .chunks(samples)
                 .flat_map(|row| host::lfilter(&taps, &[1.0], row, None).unwrap())
                 .collect();
-            let actual = download_f32(client, &output, x.len()).unwrap();
+            let actual = output.to_host(client).unwrap();
             let scale = expected.iter().fold(0.0f64, |m, v| m.max(v.abs()));
             assert_close(
                 &format!("lfilter {channels}x{samples}"),
@@ -236,9 +235,11 @@ fn chunked_filtering_equals_whole() {
             halo > 100,
             "a 300 Hz high-pass settles over hundreds of samples"
         );
-        let input = upload_f32(client, &x);
-        let result = whole.run(client, &input, channels, samples).unwrap();
-        let expected: Vec<f64> = download_f32(client, &result, x.len())
+        let input = DeviceArray::from_host(client, &x, channels, samples).unwrap();
+        let result = whole.run(client, &input).unwrap();
+        assert_eq!(result.shape(), input.shape());
+        let expected: Vec<f64> = result
+            .to_host(client)
             .unwrap()
             .into_iter()
             .map(f64::from)
@@ -255,9 +256,12 @@ fn chunked_filtering_equals_whole() {
                 let part: Vec<f32> = (0..channels)
                     .flat_map(|c| x[c * samples + lo..c * samples + hi].iter().copied())
                     .collect();
-                let input = upload_f32(client, &part);
-                let result = pipeline.run(client, &input, channels, n).unwrap();
-                let out = download_f32(client, &result, part.len()).unwrap();
+                let input = DeviceArray::from_host(client, &part, channels, n).unwrap();
+                let out = pipeline
+                    .run(client, &input)
+                    .unwrap()
+                    .to_host(client)
+                    .unwrap();
                 for c in 0..channels {
                     chunked[c * samples + start..c * samples + end]
                         .copy_from_slice(&out[c * n + start - lo..c * n + end - lo]);
@@ -283,27 +287,23 @@ fn nan_propagates_within_its_channel() {
         let (channels, samples) = (2, 300);
         let mut x: Vec<f32> = (0..channels * samples).map(|i| (i % 17) as f32).collect();
         x[samples + 100] = f32::NAN;
-        let input = upload_f32(client, &x);
-        let output = empty_f32(client, x.len());
+        let input = DeviceArray::from_host(client, &x, channels, samples).unwrap();
+        let output = DeviceArray::empty(client, channels, samples).unwrap();
         let sos = butter(2, Band::Lowpass(1000.0), 30_000.0).unwrap();
         let mut forward = SosFilter::forward(&sos, Initial::Zero).unwrap();
-        forward
-            .run(client, &input, &output, channels, samples)
-            .unwrap();
-        let y = download_f32(client, &output, x.len()).unwrap();
+        forward.run(client, &input, &output).unwrap();
+        let y = output.to_host(client).unwrap();
         assert!(y[..samples].iter().all(|v| v.is_finite()));
         assert!(y[samples..samples + 100].iter().all(|v| v.is_finite()));
         assert!(y[samples + 100..].iter().all(|v| v.is_nan()));
         let mut zero_phase = SosFilter::zero_phase(&sos).unwrap();
-        zero_phase
-            .run(client, &input, &output, channels, samples)
-            .unwrap();
-        let y = download_f32(client, &output, x.len()).unwrap();
+        zero_phase.run(client, &input, &output).unwrap();
+        let y = output.to_host(client).unwrap();
         assert!(y[..samples].iter().all(|v| v.is_finite()));
         assert!(y[samples..].iter().all(|v| v.is_nan()));
         let mut fir = Fir::lfilter(&[1.0, 1.0, 1.0]).unwrap();
-        fir.run(client, &input, &output, channels, samples).unwrap();
-        let y = download_f32(client, &output, x.len()).unwrap();
+        fir.run(client, &input, &output).unwrap();
+        let y = output.to_host(client).unwrap();
         let nan: Vec<usize> = (0..samples).filter(|&s| y[samples + s].is_nan()).collect();
         assert_eq!(nan, vec![100, 101, 102]);
     });
@@ -314,21 +314,27 @@ fn bad_arguments_are_errors() {
     for_each_runtime(|_, client| {
         let sos = butter(3, Band::Highpass(300.0), 30_000.0).unwrap();
         let mut filter = SosFilter::zero_phase(&sos).unwrap();
-        let input = upload_f32(client, &[0.0; 40]);
-        let output = empty_f32(client, 40);
+        let input = DeviceArray::from_host(client, &[0.0; 40], 2, 20).unwrap();
+        let output = DeviceArray::empty(client, 2, 20).unwrap();
         // Not longer than padlen (12 for an order-3 design: a first- and a second-order section).
-        let err = filter.run(client, &input, &output, 2, 12).unwrap_err();
+        let short = input.front(2, 12).unwrap();
+        let err = filter
+            .run(client, &short, &output.front(2, 12).unwrap())
+            .unwrap_err();
         assert!(matches!(err, Error::InvalidParameter { .. }), "{err}");
-        // A buffer smaller than the window.
-        let err = filter.run(client, &input, &output, 2, 30).unwrap_err();
-        assert!(matches!(err, Error::Shape { .. }), "{err}");
+        // A buffer smaller than the window is refused where the array is made.
+        let err = input.front(2, 30).unwrap_err();
+        assert!(matches!(err, Error::ArrayShape { .. }), "{err}");
+        // An output shaped differently from what the filter writes.
+        let err = filter.run(client, &input, &short).unwrap_err();
+        assert!(matches!(err, Error::ShapeMismatch { .. }), "{err}");
         assert!(Fir::lfilter(&[]).is_err());
         assert!(Fir::lfilter(&[1.0, f64::NAN]).is_err());
         assert!(Fir::resample_poly(0, 2).is_err());
         assert!(Decimate::new(0, DecimateFilter::Iir).is_err());
         // A resampler is not a stage: it changes the window length.
         let mut resampler = Fir::resample_poly(2, 1).unwrap();
-        let err = resampler.apply(client, &input, &output, 1, 20).unwrap_err();
+        let err = resampler.apply(client, &input, &output).unwrap_err();
         assert!(matches!(err, Error::InvalidParameter { .. }), "{err}");
     });
 }

@@ -4,6 +4,7 @@
 mod common;
 
 use common::{Reference, invalid, noise};
+use dspk_core::test_util::assert_close_to_peak;
 use dspk_ops::Error;
 use dspk_ops::linalg::{covariance, local_zca, second_moment, symmetric_eigen, zca};
 
@@ -13,18 +14,6 @@ fn max_abs(v: &[f64]) -> f64 {
 
 fn frobenius(v: &[f64]) -> f64 {
     v.iter().map(|x| x * x).sum::<f64>().sqrt()
-}
-
-fn assert_close(what: &str, actual: &[f64], expected: &[f64], tol: f64) {
-    assert_eq!(actual.len(), expected.len(), "{what}: length");
-    let scale = max_abs(expected).max(f64::MIN_POSITIVE);
-    for (i, (a, e)) in actual.iter().zip(expected).enumerate() {
-        let diff = (a - e).abs();
-        assert!(
-            diff <= tol * scale,
-            "{what}[{i}]: actual {a:e}, expected {e:e}, difference {diff:e} > {tol:e} * {scale:e}"
-        );
-    }
 }
 
 fn matmul(a: &[f64], b: &[f64], n: usize) -> Vec<f64> {
@@ -154,9 +143,9 @@ fn symmetric_eigen_residuals_and_orthogonality() {
         symmetric_eigen(&huge, 5).unwrap(),
     );
     let scaled: Vec<f64> = h.values.iter().map(|v| v / 1e200).collect();
-    assert_close("huge values", &scaled, &e.values, 1e-14);
+    assert_close_to_peak("huge values", &scaled, &e.values, 1e-14);
     let e = symmetric_eigen(&[4.0, 1.0, 1.0, 4.0], 2).unwrap();
-    assert_close("2x2 values", &e.values, &[3.0, 5.0], 1e-15);
+    assert_close_to_peak("2x2 values", &e.values, &[3.0, 5.0], 1e-15);
 }
 
 /// A larger case, quick only with optimisations (0.6 to 1 s for n = 384 in release, 9 s in
@@ -176,14 +165,14 @@ fn moments_match_numpy() {
     let x = r.values("x");
     let channels = r.shape("x")[0];
     let samples = r.shape("x")[1];
-    assert_close(
+    assert_close_to_peak(
         "covariance",
         &covariance(x, channels, samples).unwrap(),
         r.values("cov"),
         1e-14,
     );
     let second = second_moment(x, channels, samples).unwrap();
-    assert_close("second moment", &second, r.values("second"), 1e-14);
+    assert_close_to_peak("second moment", &second, r.values("second"), 1e-14);
 }
 
 #[test]
@@ -195,13 +184,13 @@ fn zca_matches_numpy_and_whitens() {
     let w = zca(c, n, eps).unwrap();
     assert_eq!((w.n(), w.k()), (n, n));
     let dense = w.dense();
-    assert_close("zca", &dense, r.values("zca"), 1e-12);
+    assert_close_to_peak("zca", &dense, r.values("zca"), 1e-12);
     // W C W = I (up to eps relative to the smallest eigenvalue), and W is symmetric.
     let wcw = matmul(&matmul(&dense, c, n), &dense, n);
-    assert_close("W C W", &wcw, &identity(n), 1e-5);
-    assert_close("W symmetric", &dense, &transpose(&dense, n), 1e-15);
+    assert_close_to_peak("W C W", &wcw, &identity(n), 1e-5);
+    assert_close_to_peak("W symmetric", &dense, &transpose(&dense, n), 1e-15);
     let exact = zca(c, n, 0.0).unwrap().dense();
-    assert_close(
+    assert_close_to_peak(
         "W C W, eps 0",
         &matmul(&matmul(&exact, c, n), &exact, n),
         &identity(n),
@@ -232,7 +221,7 @@ fn local_zca_matches_numpy_rows() {
     let k = r.scalar("k") as usize;
     let w = local_zca(c, &positions, k, r.scalar("eps")).unwrap();
     assert_eq!((w.n(), w.k()), (n, k));
-    assert_close("local zca", &w.dense(), r.values("local"), 1e-12);
+    assert_close_to_peak("local zca", &w.dense(), r.values("local"), 1e-12);
     for ch in 0..n {
         let row = &w.indices()[ch * k..(ch + 1) * k];
         assert_eq!(row[0] as usize, ch, "channel {ch}: itself first");
@@ -245,7 +234,7 @@ fn local_zca_matches_numpy_rows() {
     // A neighbourhood as large as the probe is full ZCA.
     let full = local_zca(c, &positions, 32, 1e-6).unwrap();
     assert_eq!(full.k(), n);
-    assert_close(
+    assert_close_to_peak(
         "local zca, all channels",
         &full.dense(),
         &zca(c, n, 1e-6).unwrap().dense(),
@@ -255,7 +244,7 @@ fn local_zca_matches_numpy_rows() {
     let square = [(0.0, 0.0), (1.0, 0.0), (0.0, 1.0), (1.0, 1.0)];
     let w = local_zca(&identity(4), &square, 3, 0.0).unwrap();
     assert_eq!(w.indices(), &[0, 1, 2, 1, 0, 3, 2, 0, 3, 3, 1, 2]);
-    assert_close("local zca of identity", &w.dense(), &identity(4), 1e-15);
+    assert_close_to_peak("local zca of identity", &w.dense(), &identity(4), 1e-15);
 }
 
 #[test]

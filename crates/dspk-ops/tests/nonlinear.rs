@@ -7,9 +7,9 @@ mod common;
 use common::Reference;
 use cubecl::client::Client;
 use dspk_core::test_util::{Rng, for_each_runtime};
-use dspk_ops::buffers::{download_f32, empty_f32, upload_f32};
 use dspk_ops::{
-    Error, GaussianFilter, MedianFilter, Stage, gaussian_filter1d, gaussian_kernel1d, medfilt,
+    DeviceArray, Error, GaussianFilter, MedianFilter, Stage, gaussian_filter1d, gaussian_kernel1d,
+    medfilt,
 };
 
 fn random_window(values: usize, rng: &mut Rng) -> Vec<f32> {
@@ -19,35 +19,24 @@ fn random_window(values: usize, rng: &mut Rng) -> Vec<f32> {
         .collect()
 }
 
+/// `x` (`channels` rows) on the device and an output array of its shape.
+fn input_output(client: &Client, x: &[f32], channels: usize) -> (DeviceArray, DeviceArray) {
+    let samples = x.len() / channels;
+    let input = DeviceArray::from_host(client, x, channels, samples).unwrap();
+    let output = DeviceArray::empty(client, channels, samples).unwrap();
+    (input, output)
+}
+
 fn run_medfilt(client: &Client, x: &[f32], channels: usize, kernel_size: usize) -> Vec<f32> {
-    let input = upload_f32(client, x);
-    let output = empty_f32(client, x.len());
-    medfilt(
-        client,
-        &input,
-        &output,
-        channels,
-        x.len() / channels,
-        kernel_size,
-    )
-    .unwrap();
-    download_f32(client, &output, x.len()).unwrap()
+    let (input, output) = input_output(client, x, channels);
+    medfilt(client, &input, &output, kernel_size).unwrap();
+    output.to_host(client).unwrap()
 }
 
 fn run_gaussian(client: &Client, x: &[f32], channels: usize, sigma: f64) -> Vec<f32> {
-    let input = upload_f32(client, x);
-    let output = empty_f32(client, x.len());
-    gaussian_filter1d(
-        client,
-        &input,
-        &output,
-        channels,
-        x.len() / channels,
-        sigma,
-        4.0,
-    )
-    .unwrap();
-    download_f32(client, &output, x.len()).unwrap()
+    let (input, output) = input_output(client, x, channels);
+    gaussian_filter1d(client, &input, &output, sigma, 4.0).unwrap();
+    output.to_host(client).unwrap()
 }
 
 /// `scipy.signal.medfilt` of each row, by sorting each zero-padded window.
@@ -219,12 +208,9 @@ fn check_chunked(
     step: usize,
 ) {
     let samples = x.len() / channels;
-    let input = upload_f32(client, x);
-    let output = empty_f32(client, x.len());
-    stage
-        .apply(client, &input, &output, channels, samples)
-        .unwrap();
-    let whole = download_f32(client, &output, x.len()).unwrap();
+    let (input, output) = input_output(client, x, channels);
+    stage.apply(client, &input, &output).unwrap();
+    let whole = output.to_host(client).unwrap();
     let halo = stage.settling();
     let mut start = 0;
     while start < samples {
@@ -235,10 +221,9 @@ fn check_chunked(
             .chunks(samples)
             .flat_map(|row| row[from..to].iter().copied())
             .collect();
-        let input = upload_f32(client, &window);
-        let output = empty_f32(client, window.len());
-        stage.apply(client, &input, &output, channels, len).unwrap();
-        let part = download_f32(client, &output, window.len()).unwrap();
+        let (input, output) = input_output(client, &window, channels);
+        stage.apply(client, &input, &output).unwrap();
+        let part = output.to_host(client).unwrap();
         for c in 0..channels {
             let owned = &part[c * len + start - from..c * len + end - from];
             let expected = &whole[c * samples + start..c * samples + end];
@@ -279,9 +264,9 @@ fn chunked_with_halos_equals_whole() {
 #[test]
 fn bad_arguments_are_refused() {
     for_each_runtime(|target, client| {
-        let buffer = upload_f32(client, &[0.0; 10]);
+        let buffer = DeviceArray::from_host(client, &[0.0; 10], 1, 10).unwrap();
         for k in [0, 2, 103] {
-            let error = medfilt(client, &buffer, &buffer, 1, 10, k).unwrap_err();
+            let error = medfilt(client, &buffer, &buffer, k).unwrap_err();
             assert!(
                 matches!(error, Error::InvalidParameter { .. }),
                 "{target}: {error}"
@@ -295,34 +280,46 @@ fn bad_arguments_are_refused() {
             (1.0, 0.0),
             (1e6, 4.0),
         ] {
-            let error =
-                gaussian_filter1d(client, &buffer, &buffer, 1, 10, sigma, truncate).unwrap_err();
+            let error = gaussian_filter1d(client, &buffer, &buffer, sigma, truncate).unwrap_err();
             assert!(
                 matches!(error, Error::InvalidParameter { .. }),
                 "{target}: {error}"
             );
             assert!(GaussianFilter::new(sigma, truncate).is_err());
         }
-        let small = empty_f32(client, 9);
-        let error = medfilt(client, &buffer, &small, 2, 5, 3).unwrap_err();
+        // A buffer of 9 values wrapped as 2 x 5 is refused where the array is made.
+        let small = DeviceArray::<f32>::empty(client, 9, 1).unwrap();
+        let error = DeviceArray::<f32>::from_handle(small.handle().clone(), 2, 5).unwrap_err();
         assert!(
             matches!(
                 error,
-                Error::Shape {
-                    what: "output buffer",
+                Error::ArrayShape {
                     expected: 40,
-                    actual: 36,
+                    given: 36,
                     ..
                 }
             ),
             "{target}: {error}"
         );
-        let error = gaussian_filter1d(client, &small, &buffer, 2, 5, 1.0, 4.0).unwrap_err();
+        let window = buffer.front(2, 5).unwrap();
+        let small = small.front(3, 3).unwrap();
+        let error = medfilt(client, &window, &small, 3).unwrap_err();
         assert!(
             matches!(
                 error,
-                Error::Shape {
-                    what: "input buffer",
+                Error::ShapeMismatch {
+                    what: "medfilt: output",
+                    ..
+                }
+            ),
+            "{target}: {error}"
+        );
+        let error = gaussian_filter1d(client, &small, &window, 1.0, 4.0).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                Error::ShapeMismatch {
+                    what: "gaussian_filter1d: output",
                     ..
                 }
             ),

@@ -8,9 +8,9 @@ use std::ops::Range;
 
 use common::Reference;
 use dspk_core::test_util::{Rng, for_each_runtime};
-use dspk_ops::buffers::{download_f32, empty_f32, upload_f32};
 use dspk_ops::{
-    Error, Height, Peak, PeakDetector, PeakOptions, Polarity, find_peaks, mad_noise_into,
+    ChannelVector, DeviceArray, Error, Height, Peak, PeakDetector, PeakOptions, Polarity,
+    find_peaks, mad_noise_into,
 };
 
 /// scipy's `_local_maxima_1d`: midpoints of flat runs higher than both neighbours.
@@ -68,7 +68,10 @@ fn host_peaks(
 }
 
 fn positions(peaks: &[Peak]) -> Vec<(u32, u32)> {
-    peaks.iter().map(|p| (p.channel, p.sample)).collect()
+    peaks
+        .iter()
+        .map(|p| (p.channel, u32::try_from(p.sample).unwrap()))
+        .collect()
 }
 
 /// Checks the reported values are the input's samples.
@@ -105,8 +108,8 @@ fn spike_like_data_matches_scipy() {
             height: Height::Value(reference.values("height")[0] as f32),
             distance: reference.values("distance")[0] as usize,
         };
-        let input = upload_f32(client, &x);
-        let peaks = find_peaks(client, &input, *channels, *samples, &options, 1000).unwrap();
+        let input = DeviceArray::from_host(client, &x, *channels, *samples).unwrap();
+        let peaks = find_peaks(client, &input, &options, 1000).unwrap();
         let expected: Vec<(u32, u32)> = reference
             .values("channel")
             .iter()
@@ -126,20 +129,18 @@ fn plateaus_match_scipy_and_nan_is_an_error() {
         let x = reference.values_f32("x");
         let n = x.len();
         let nan_at = x.iter().position(|v| v.is_nan()).unwrap();
-        let input = upload_f32(client, &x);
+        let input = DeviceArray::from_host(client, &x, 1, n).unwrap();
         let mut detector = PeakDetector::new(client, 16).unwrap();
         // Owning the samples before the NaN: scipy's peaks, including what the NaN hides.
         let options = PeakOptions::default();
         detector
-            .detect(client, &input, 1, n, 0..nan_at, &options)
+            .detect(client, &input, 0..nan_at, &options)
             .unwrap();
         let peaks = detector.peaks(client).unwrap();
-        let samples: Vec<f64> = peaks.iter().map(|p| f64::from(p.sample)).collect();
+        let samples: Vec<f64> = peaks.iter().map(|p| p.sample as f64).collect();
         assert_eq!(samples, reference.values("sample"), "{target}");
         // Owning the NaN: an error, never peaks silently missing.
-        detector
-            .detect(client, &input, 1, n, 0..n, &options)
-            .unwrap();
+        detector.detect(client, &input, 0..n, &options).unwrap();
         let error = detector.peaks(client).unwrap_err();
         assert!(
             matches!(
@@ -160,7 +161,7 @@ fn exact_rule_on_random_windows() {
         let mut rng = Rng::new(77);
         for (channels, samples) in [(1, 1), (1, 3), (3, 17), (7, 1001), (5, 4099)] {
             let x = random_window(channels * samples, &mut rng);
-            let input = upload_f32(client, &x);
+            let input = DeviceArray::from_host(client, &x, channels, samples).unwrap();
             let mut detector = PeakDetector::new(client, channels * samples / 2 + 1).unwrap();
             for (polarity, height, distance) in [
                 (Polarity::Positive, None, 1),
@@ -178,7 +179,7 @@ fn exact_rule_on_random_windows() {
                         distance,
                     };
                     detector
-                        .detect(client, &input, channels, samples, owned.clone(), &options)
+                        .detect(client, &input, owned.clone(), &options)
                         .unwrap();
                     let peaks = detector.peaks(client).unwrap();
                     let what = format!("{target} {channels}x{samples} {options:?} {owned:?}");
@@ -200,9 +201,9 @@ fn per_channel_thresholds_from_mad_noise_on_the_device() {
         for (i, v) in x.iter_mut().enumerate() {
             *v *= 1.0 + (i / samples) as f32; // a different noise level per channel
         }
-        let input = upload_f32(client, &x);
-        let noise = empty_f32(client, channels);
-        mad_noise_into(client, &input, &noise, channels, samples).unwrap();
+        let input = DeviceArray::from_host(client, &x, channels, samples).unwrap();
+        let noise = ChannelVector::empty(client, channels).unwrap();
+        mad_noise_into(client, &input, &noise).unwrap();
         let options = PeakOptions {
             polarity: Polarity::Negative,
             height: Height::PerChannel {
@@ -211,8 +212,8 @@ fn per_channel_thresholds_from_mad_noise_on_the_device() {
             },
             distance: 10,
         };
-        let peaks = find_peaks(client, &input, channels, samples, &options, 5000).unwrap();
-        let noise = download_f32(client, &noise, channels).unwrap();
+        let peaks = find_peaks(client, &input, &options, 5000).unwrap();
+        let noise = noise.to_host(client).unwrap();
         let expected = host_peaks(
             &x,
             samples,
@@ -245,14 +246,14 @@ fn chunked_with_halos_reports_each_peak_once() {
         let mut rng = Rng::new(11);
         let (channels, samples) = (3, 2001);
         let x = random_window(channels * samples, &mut rng);
-        let input = upload_f32(client, &x);
+        let input = DeviceArray::from_host(client, &x, channels, samples).unwrap();
         for distance in [1, 7, 30] {
             let options = PeakOptions {
                 polarity: Polarity::Negative,
                 height: Height::Value(3.0),
                 distance,
             };
-            let whole = find_peaks(client, &input, channels, samples, &options, 4000).unwrap();
+            let whole = find_peaks(client, &input, &options, 4000).unwrap();
             let halo = distance + longest_flat_run(&x, samples);
             let mut detector = PeakDetector::new(client, 4000).unwrap();
             for step in [50, 333, 2001] {
@@ -265,13 +266,12 @@ fn chunked_with_halos_reports_each_peak_once() {
                         .chunks(samples)
                         .flat_map(|row| row[from..to].iter().copied())
                         .collect();
-                    let part = upload_f32(client, &window);
+                    let part =
+                        DeviceArray::from_host(client, &window, channels, to - from).unwrap();
                     let owned = start - from..end - from;
-                    detector
-                        .detect(client, &part, channels, to - from, owned, &options)
-                        .unwrap();
+                    detector.detect(client, &part, owned, &options).unwrap();
                     for mut peak in detector.peaks(client).unwrap() {
-                        peak.sample += from as u32;
+                        peak.sample += from as u64;
                         chunked.push(peak);
                     }
                     start = end;
@@ -288,13 +288,10 @@ fn capacity_and_bad_arguments() {
     for_each_runtime(|target, client| {
         // Peaks at samples 1, 3, 5 and 7 of one channel.
         let x = [0.0f32, 1.0, 0.0, 2.0, 0.0, 3.0, 0.0, 4.0, 0.0];
-        let input = upload_f32(client, &x);
+        let input = DeviceArray::from_host(client, &x, 1, 9).unwrap();
         let options = PeakOptions::default();
-        assert_eq!(
-            find_peaks(client, &input, 1, 9, &options, 4).unwrap().len(),
-            4
-        );
-        let error = find_peaks(client, &input, 1, 9, &options, 3).unwrap_err();
+        assert_eq!(find_peaks(client, &input, &options, 4).unwrap().len(), 4);
+        let error = find_peaks(client, &input, &options, 3).unwrap_err();
         assert!(
             matches!(
                 error,
@@ -327,28 +324,42 @@ fn capacity_and_bad_arguments() {
         ];
         for (owned, options) in bad {
             let error = detector
-                .detect(client, &input, 1, 9, owned, &options)
+                .detect(client, &input, owned, &options)
                 .unwrap_err();
             assert!(
                 matches!(error, Error::InvalidParameter { .. }),
                 "{target}: {error}"
             );
         }
-        let error = detector
-            .detect(client, &input, 1, 10, 0..10, &PeakOptions::default())
-            .unwrap_err();
+        // A buffer of 9 values is refused as 1 x 10 where the array is made.
+        let error = input.front(1, 10).unwrap_err();
         assert!(
             matches!(
                 error,
-                Error::Shape {
-                    what: "input buffer",
+                Error::ArrayShape {
+                    expected: 10,
+                    given: 9,
                     ..
                 }
             ),
             "{target}: {error}"
         );
+        // Thresholds for another number of channels.
+        let two = ChannelVector::from_host(client, &[1.0, 1.0]).unwrap();
+        let options = PeakOptions {
+            height: Height::PerChannel {
+                thresholds: two,
+                scale: 1.0,
+            },
+            ..PeakOptions::default()
+        };
+        let error = detector.detect(client, &input, 0..9, &options).unwrap_err();
+        assert!(
+            matches!(error, Error::ShapeMismatch { .. }),
+            "{target}: {error}"
+        );
         // A NaN per-channel threshold is reported, not taken as "no peaks".
-        let thresholds = upload_f32(client, &[f32::NAN]);
+        let thresholds = ChannelVector::from_host(client, &[f32::NAN]).unwrap();
         let options = PeakOptions {
             height: Height::PerChannel {
                 thresholds,
@@ -356,14 +367,12 @@ fn capacity_and_bad_arguments() {
             },
             ..PeakOptions::default()
         };
-        detector
-            .detect(client, &input, 1, 9, 0..9, &options)
-            .unwrap();
+        detector.detect(client, &input, 0..9, &options).unwrap();
         assert!(detector.peaks(client).is_err(), "{target}");
         assert!(PeakDetector::new(client, 0).is_err());
         // An empty owned range finds nothing.
         detector
-            .detect(client, &input, 1, 9, 4..4, &PeakOptions::default())
+            .detect(client, &input, 4..4, &PeakOptions::default())
             .unwrap();
         assert!(detector.peaks(client).unwrap().is_empty());
     });

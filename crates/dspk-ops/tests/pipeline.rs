@@ -56,10 +56,11 @@ fn workspace_runs_the_pipeline_on_every_window() {
                 .map(|_| rng.below(4000) as i16 - 2000)
                 .collect();
             let bytes: Vec<u8> = stored.iter().flat_map(|v| v.to_le_bytes()).collect();
-            workspace
-                .process_stored_chunk_owned(bytes, SampleFormat::I16, samples)
+            let output = workspace
+                .process_stored_chunk_in_vram(&bytes, SampleFormat::I16, samples)
                 .unwrap();
-            let actual = workspace.read_output().unwrap();
+            assert_eq!(output.shape(), dspk_ops::Shape::new(channels, samples));
+            let actual = output.to_host(client).unwrap();
 
             // f64: scale, subtract the channel mean per sample, filter, mix.
             let mut x: Vec<f64> = stored

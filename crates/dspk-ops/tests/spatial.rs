@@ -5,10 +5,9 @@ mod common;
 
 use cubecl::client::Client;
 use dspk_core::test_util::{Rng, for_each_runtime};
-use dspk_ops::buffers::{download_f32, empty_f32, upload_f32};
 use dspk_ops::{
-    ChannelMixing, CommonReference, CovarianceAccumulator, Error, Reference, Stage, Whitening,
-    common_reference, mix_channels,
+    ChannelMixing, CommonReference, CovarianceAccumulator, DeviceArray, Error, Reference, Stage,
+    Whitening, common_reference, mix_channels,
 };
 
 /// A case of `tests/reference/cases_spatial.py` (named so as not to clash with
@@ -51,10 +50,11 @@ fn run_reference(
     samples: usize,
     reference: Reference,
 ) -> Vec<f32> {
-    let input = upload_f32(client, x);
-    let output = upload_f32(client, &vec![f32::NAN; x.len()]);
-    common_reference(client, &input, &output, channels, samples, reference).unwrap();
-    download_f32(client, &output, x.len()).unwrap()
+    let input = DeviceArray::from_host(client, x, channels, samples).unwrap();
+    let output =
+        DeviceArray::from_host(client, &vec![f32::NAN; x.len()], channels, samples).unwrap();
+    common_reference(client, &input, &output, reference).unwrap();
+    output.to_host(client).unwrap()
 }
 
 /// The column `x[:, t]` as f64.
@@ -247,34 +247,53 @@ fn common_reference_stage_and_argument_checks() {
         let mut rng = Rng::new(3);
         let (channels, samples) = (5, 31);
         let x = random_window(channels, samples, &mut rng);
-        let input = upload_f32(client, &x);
+        let input = DeviceArray::from_host(client, &x, channels, samples).unwrap();
         for reference in [Reference::Mean, Reference::Median] {
             let mut stage = CommonReference::new(reference);
             assert_eq!(stage.settling(), 0);
-            let output = empty_f32(client, x.len());
-            stage
-                .apply(client, &input, &output, channels, samples)
-                .unwrap();
-            let staged = download_f32(client, &output, x.len()).unwrap();
+            let output = DeviceArray::empty(client, channels, samples).unwrap();
+            stage.apply(client, &input, &output).unwrap();
+            let staged = output.to_host(client).unwrap();
             let direct = run_reference(client, &x, channels, samples, reference);
             assert_eq!(staged, direct, "{target} stage {}", stage.name());
         }
         assert_eq!(CommonReference::new(Reference::Mean).name(), "car");
         assert_eq!(CommonReference::new(Reference::Median).name(), "cmr");
 
-        let small = empty_f32(client, channels * samples - 1);
-        let error = common_reference(client, &input, &small, channels, samples, Reference::Mean)
-            .unwrap_err();
-        assert!(matches!(error, Error::Shape { .. }), "{target}: {error}");
-        let error = common_reference(client, &input, &input, 1 << 16, 1 << 16, Reference::Median)
-            .unwrap_err();
+        let small = DeviceArray::empty(client, channels * samples - 1, 1).unwrap();
+        let error = small.front(channels, samples).unwrap_err();
+        assert!(
+            matches!(error, Error::ArrayShape { .. }),
+            "{target}: {error}"
+        );
+        let error = common_reference(client, &input, &small, Reference::Mean).unwrap_err();
+        assert!(
+            matches!(error, Error::ShapeMismatch { .. }),
+            "{target}: {error}"
+        );
+        let error =
+            DeviceArray::<f32>::from_handle(input.handle().clone(), 1 << 16, 1 << 16).unwrap_err();
         assert!(
             matches!(error, Error::OverLimit { .. }),
             "{target}: {error}"
         );
         // Empty windows do nothing.
-        common_reference(client, &input, &small, 0, samples, Reference::Mean).unwrap();
-        common_reference(client, &input, &small, channels, 0, Reference::Median).unwrap();
+        let empty = input.front(0, samples).unwrap();
+        common_reference(
+            client,
+            &empty,
+            &small.front(0, samples).unwrap(),
+            Reference::Mean,
+        )
+        .unwrap();
+        let empty = input.front(channels, 0).unwrap();
+        common_reference(
+            client,
+            &empty,
+            &small.front(channels, 0).unwrap(),
+            Reference::Median,
+        )
+        .unwrap();
     });
 }
 
@@ -342,10 +361,11 @@ fn run_mixing(
     samples: usize,
     mixing: &ChannelMixing,
 ) -> Vec<f32> {
-    let input = upload_f32(client, x);
-    let output = upload_f32(client, &vec![f32::NAN; x.len()]);
-    mix_channels(client, &input, &output, channels, samples, mixing).unwrap();
-    download_f32(client, &output, x.len()).unwrap()
+    let input = DeviceArray::from_host(client, x, channels, samples).unwrap();
+    let output =
+        DeviceArray::from_host(client, &vec![f32::NAN; x.len()], channels, samples).unwrap();
+    mix_channels(client, &input, &output, mixing).unwrap();
+    output.to_host(client).unwrap()
 }
 
 /// Checks `actual` against `expected` (or, without it, the f64 product of `m` with `x`), per
@@ -475,24 +495,33 @@ fn whitening_stage_and_mixing_argument_checks() {
         let mut stage = Whitening::new(mixing.clone());
         assert_eq!((stage.name(), stage.settling()), ("whitening", 0));
         assert_eq!(stage.mixing().taps(), 4);
-        let input = upload_f32(client, &x);
-        let output = empty_f32(client, x.len());
-        stage
-            .apply(client, &input, &output, channels, samples)
-            .unwrap();
+        let input = DeviceArray::from_host(client, &x, channels, samples).unwrap();
+        let output = DeviceArray::empty(client, channels, samples).unwrap();
+        stage.apply(client, &input, &output).unwrap();
         assert_eq!(
-            download_f32(client, &output, x.len()).unwrap(),
+            output.to_host(client).unwrap(),
             run_mixing(client, &x, channels, samples, &mixing),
             "{target}: stage and mix_channels differ"
         );
 
+        let fewer = input.front(channels - 1, samples).unwrap();
         let error = stage
-            .apply(client, &input, &output, channels - 1, samples)
+            .apply(
+                client,
+                &fewer,
+                &output.front(channels - 1, samples).unwrap(),
+            )
             .unwrap_err();
-        assert!(matches!(error, Error::Shape { .. }), "{target}: {error}");
-        let small = empty_f32(client, x.len() - 1);
-        let error = mix_channels(client, &input, &small, channels, samples, &mixing).unwrap_err();
-        assert!(matches!(error, Error::Shape { .. }), "{target}: {error}");
+        assert!(
+            matches!(error, Error::ShapeMismatch { .. }),
+            "{target}: {error}"
+        );
+        let small = output.front(channels, samples - 1).unwrap();
+        let error = mix_channels(client, &input, &small, &mixing).unwrap_err();
+        assert!(
+            matches!(error, Error::ShapeMismatch { .. }),
+            "{target}: {error}"
+        );
 
         let invalid = |e: Error| matches!(e, Error::InvalidParameter { .. });
         let ragged = ChannelMixing::from_sparse(client, &[0, 1, 0], &[1.0; 3], 2);
@@ -573,10 +602,9 @@ fn covariance_matches_numpy_file() {
         let case = NumpyCase::load("spatial_covariance");
         let (channels, samples) = (case.shape("x")[0], case.shape("x")[1]);
         let mut accumulator = CovarianceAccumulator::new(client, channels).unwrap();
-        let window = upload_f32(client, &case.values_f32("x"));
-        accumulator
-            .add(client, &window, samples, 0..samples)
-            .unwrap();
+        let window =
+            DeviceArray::from_host(client, &case.values_f32("x"), channels, samples).unwrap();
+        accumulator.add(client, &window, 0..samples).unwrap();
         assert_eq!(accumulator.samples(), samples as u64);
         let what = format!("{target} numpy cov");
         let cov = accumulator.finish(client).unwrap();
@@ -601,10 +629,8 @@ fn covariance_matches_f64_on_random_windows() {
             let expected: Vec<f64> = products.iter().map(|p| p / n).collect();
             let mut accumulator = CovarianceAccumulator::new(client, channels).unwrap();
             assert_eq!(accumulator.channels(), channels);
-            let window = upload_f32(client, &x);
-            accumulator
-                .add(client, &window, samples, 0..samples)
-                .unwrap();
+            let window = DeviceArray::from_host(client, &x, channels, samples).unwrap();
+            accumulator.add(client, &window, 0..samples).unwrap();
             let what = format!("{target} cov {channels}x{samples}");
             check_covariance(
                 &what,
@@ -626,14 +652,12 @@ fn covariance_over_many_windows_matches_f64_and_the_whole() {
         let mut products = vec![0.0; channels * channels];
         let mut sums = vec![0.0; channels];
         let mut concatenated = vec![Vec::new(); channels];
-        let window = empty_f32(client, channels * samples);
+        let window = DeviceArray::empty(client, channels, samples).unwrap();
         let owned = halo..samples - halo;
         for _ in 0..windows {
             let x = random_window(channels, samples, &mut rng);
-            client.write(&window, cubecl::bytes::Bytes::from_elems(x.clone()));
-            accumulator
-                .add(client, &window, samples, owned.clone())
-                .unwrap();
+            client.write(window.handle(), cubecl::bytes::Bytes::from_elems(x.clone()));
+            accumulator.add(client, &window, owned.clone()).unwrap();
             accumulate_f64(&x, channels, owned.clone(), &mut products, &mut sums);
             for (c, row) in concatenated.iter_mut().enumerate() {
                 row.extend_from_slice(&x[c * samples + owned.start..c * samples + owned.end]);
@@ -656,8 +680,8 @@ fn covariance_over_many_windows_matches_f64_and_the_whole() {
         let whole: Vec<f32> = concatenated.concat();
         let total = whole.len() / channels;
         let mut once = CovarianceAccumulator::new(client, channels).unwrap();
-        once.add(client, &upload_f32(client, &whole), total, 0..total)
-            .unwrap();
+        let whole = DeviceArray::from_host(client, &whole, channels, total).unwrap();
+        once.add(client, &whole, 0..total).unwrap();
         let what = format!("{target} cov chunked vs whole");
         check_covariance(
             &what,
@@ -672,9 +696,7 @@ fn covariance_over_many_windows_matches_f64_and_the_whole() {
         assert_eq!(accumulator.samples(), 0);
         let error = accumulator.finish(client).unwrap_err();
         assert!(matches!(error, Error::InvalidParameter { .. }), "{error}");
-        accumulator
-            .add(client, &window, samples, 0..samples)
-            .unwrap();
+        accumulator.add(client, &window, 0..samples).unwrap();
         assert_eq!(accumulator.samples(), samples as u64);
     });
 }
@@ -690,9 +712,8 @@ fn covariance_nan_spoils_only_its_channel() {
         accumulate_f64(&x, channels, 0..samples, &mut products, &mut sums);
         x[bad * samples + 77] = f32::NAN;
         let mut accumulator = CovarianceAccumulator::new(client, channels).unwrap();
-        accumulator
-            .add(client, &upload_f32(client, &x), samples, 0..samples)
-            .unwrap();
+        let window = DeviceArray::from_host(client, &x, channels, samples).unwrap();
+        accumulator.add(client, &window, 0..samples).unwrap();
         let cov = accumulator.finish(client).unwrap();
         for i in 0..channels {
             for j in 0..channels {
@@ -725,18 +746,28 @@ fn covariance_argument_checks() {
             "{target}: {error}"
         );
         let mut accumulator = CovarianceAccumulator::new(client, 4).unwrap();
-        let window = empty_f32(client, 4 * 10);
+        let window = DeviceArray::empty(client, 4, 10).unwrap();
         #[allow(clippy::reversed_empty_ranges)]
         for owned in [0..11, 5..4] {
-            let error = accumulator.add(client, &window, 10, owned).unwrap_err();
+            let error = accumulator.add(client, &window, owned).unwrap_err();
             assert!(
                 matches!(error, Error::InvalidParameter { .. }),
                 "{target}: {error}"
             );
         }
-        let error = accumulator.add(client, &window, 11, 0..11).unwrap_err();
-        assert!(matches!(error, Error::Shape { .. }), "{target}: {error}");
-        accumulator.add(client, &window, 10, 3..3).unwrap();
+        let error = window.front(4, 11).unwrap_err();
+        assert!(
+            matches!(error, Error::ArrayShape { .. }),
+            "{target}: {error}"
+        );
+        let error = accumulator
+            .add(client, &window.front(3, 10).unwrap(), 0..10)
+            .unwrap_err();
+        assert!(
+            matches!(error, Error::ShapeMismatch { .. }),
+            "{target}: {error}"
+        );
+        accumulator.add(client, &window, 3..3).unwrap();
         let error = accumulator.finish(client).unwrap_err();
         assert!(
             matches!(error, Error::InvalidParameter { .. }),

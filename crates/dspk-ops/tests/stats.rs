@@ -5,12 +5,10 @@ mod common;
 
 use common::Reference;
 use cubecl::client::Client;
-use cubecl::server::Handle;
 use dspk_core::test_util::{Rng, assert_close, for_each_runtime};
-use dspk_ops::buffers::{download_f32, empty_f32, upload_f32};
 use dspk_ops::{
-    Error, channel_mean, channel_mean_into, channel_median, channel_median_into, channel_std,
-    channel_std_into, mad_noise, mad_noise_into,
+    ChannelVector, DeviceArray, Error, channel_mean, channel_mean_into, channel_median,
+    channel_median_into, channel_std, channel_std_into, mad_noise, mad_noise_into,
 };
 
 /// Random channels: noise around a per-channel offset; every third channel quantised to
@@ -63,11 +61,11 @@ fn median(row: &[f32]) -> f32 {
 /// Checks all four statistics of `x` against the host references.
 fn check_window(client: &Client, what: &str, x: &[f32], channels: usize) {
     let samples = x.len() / channels;
-    let input = upload_f32(client, x);
-    let means = channel_mean(client, &input, channels, samples).unwrap();
-    let stds = channel_std(client, &input, channels, samples).unwrap();
-    let medians = channel_median(client, &input, channels, samples).unwrap();
-    let noise = mad_noise(client, &input, channels, samples).unwrap();
+    let input = DeviceArray::from_host(client, x, channels, samples).unwrap();
+    let means = channel_mean(client, &input).unwrap();
+    let stds = channel_std(client, &input).unwrap();
+    let medians = channel_median(client, &input).unwrap();
+    let noise = mad_noise(client, &input).unwrap();
     for c in 0..channels {
         let row = &x[c * samples..(c + 1) * samples];
         let (mean, std, abs) = moments(row);
@@ -114,16 +112,16 @@ fn statistics_match_numpy_reference_files() {
             };
             let (channels, samples) = (*channels, *samples);
             let x = reference.values_f32("x");
-            let input = upload_f32(client, &x);
+            let input = DeviceArray::from_host(client, &x, channels, samples).unwrap();
             let what = format!("{target} {name}");
             let abs = x.iter().map(|v| f64::from(v.abs())).sum::<f64>() / x.len() as f64;
-            let means = channel_mean(client, &input, channels, samples).unwrap();
+            let means = channel_mean(client, &input).unwrap();
             assert_close(&what, &means, reference.values("mean"), 1e-6 * abs, 0.0);
-            let stds = channel_std(client, &input, channels, samples).unwrap();
+            let stds = channel_std(client, &input).unwrap();
             assert_close(&what, &stds, reference.values("std"), 0.0, 1e-5);
-            let medians = channel_median(client, &input, channels, samples).unwrap();
+            let medians = channel_median(client, &input).unwrap();
             assert_close(&what, &medians, reference.values("median"), 0.0, 0.0);
-            let noise = mad_noise(client, &input, channels, samples).unwrap();
+            let noise = mad_noise(client, &input).unwrap();
             assert_close(&what, &noise, reference.values("madnoise"), 0.0, 1.2e-7);
         }
     });
@@ -157,11 +155,12 @@ fn device_outputs_equal_downloaded_ones() {
         let mut rng = Rng::new(7);
         let (channels, samples) = (3, 333);
         let x = random_window(channels, samples, &mut rng);
-        let input = upload_f32(client, &x);
+        let input = DeviceArray::from_host(client, &x, channels, samples).unwrap();
         // A longer output buffer: only the first `channels` values are written.
-        let output = upload_f32(client, &[-7.0; 12]);
-        type Into = fn(&Client, &Handle, &Handle, usize, usize) -> dspk_ops::Result<()>;
-        type Download = fn(&Client, &Handle, usize, usize) -> dspk_ops::Result<Vec<f32>>;
+        let buffer = DeviceArray::from_host(client, &[-7.0; 12], 12, 1).unwrap();
+        let output = ChannelVector::from_handle(buffer.handle().clone(), channels).unwrap();
+        type Into = fn(&Client, &DeviceArray, &ChannelVector) -> dspk_ops::Result<()>;
+        type Download = fn(&Client, &DeviceArray) -> dspk_ops::Result<Vec<f32>>;
         let ops: [(&str, Into, Download); 4] = [
             ("mean", channel_mean_into, channel_mean),
             ("std", channel_std_into, channel_std),
@@ -169,9 +168,9 @@ fn device_outputs_equal_downloaded_ones() {
             ("mad", mad_noise_into, mad_noise),
         ];
         for (name, into, download) in ops {
-            into(client, &input, &output, channels, samples).unwrap();
-            let on_device = download_f32(client, &output, 12).unwrap();
-            let downloaded = download(client, &input, channels, samples).unwrap();
+            into(client, &input, &output).unwrap();
+            let on_device = buffer.to_host(client).unwrap();
+            let downloaded = download(client, &input).unwrap();
             assert_eq!(on_device[..channels], downloaded, "{target} {name}");
             assert_eq!(on_device[channels..], [-7.0; 9], "{target} {name}");
         }
@@ -185,11 +184,11 @@ fn nan_gives_nan_and_infinities_follow_numpy() {
         let mut x: Vec<f32> = (0..3 * samples).map(|i| (i % 7) as f32 - 3.0).collect();
         x[samples + 4] = f32::NAN; // channel 1
         x[2 * samples + 8] = f32::INFINITY; // channel 2
-        let input = upload_f32(client, &x);
-        let means = channel_mean(client, &input, 3, samples).unwrap();
-        let stds = channel_std(client, &input, 3, samples).unwrap();
-        let medians = channel_median(client, &input, 3, samples).unwrap();
-        let noise = mad_noise(client, &input, 3, samples).unwrap();
+        let input = DeviceArray::from_host(client, &x, 3, samples).unwrap();
+        let means = channel_mean(client, &input).unwrap();
+        let stds = channel_std(client, &input).unwrap();
+        let medians = channel_median(client, &input).unwrap();
+        let noise = mad_noise(client, &input).unwrap();
         for (name, values) in [("mean", &means), ("std", &stds), ("median", &medians)] {
             assert!(values[0].is_finite(), "{target} {name}: {values:?}");
             assert!(
@@ -209,41 +208,58 @@ fn nan_gives_nan_and_infinities_follow_numpy() {
 #[test]
 fn bad_arguments_are_refused() {
     for_each_runtime(|target, client| {
-        let input = upload_f32(client, &[1.0; 10]);
-        let error = channel_mean(client, &input, 2, 0).unwrap_err();
+        let input = DeviceArray::from_host(client, &[1.0; 10], 2, 5).unwrap();
+        let error = channel_mean(client, &input.front(2, 0).unwrap()).unwrap_err();
         assert!(
             matches!(error, Error::InvalidParameter { .. }),
             "{target}: {error}"
         );
-        let error = channel_median(client, &input, 2, 6).unwrap_err();
+        // A buffer smaller than 2 x 6 is refused where the array is made.
+        let error = input.front(2, 6).unwrap_err();
         assert!(
             matches!(
                 error,
-                Error::Shape {
-                    what: "input buffer",
+                Error::ArrayShape {
+                    expected: 12,
+                    given: 10,
+                    ..
+                }
+            ),
+            "{target}: {error}"
+        );
+        let error = DeviceArray::<f32>::from_handle(input.handle().clone(), 2, 6).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                Error::ArrayShape {
                     expected: 48,
-                    actual: 40,
+                    given: 40,
                     ..
                 }
             ),
             "{target}: {error}"
         );
-        let error = channel_std_into(client, &input, &empty_f32(client, 1), 2, 5).unwrap_err();
+        let one = ChannelVector::empty(client, 1).unwrap();
+        let error = channel_std_into(client, &input, &one).unwrap_err();
         assert!(
             matches!(
                 error,
-                Error::Shape {
-                    what: "output buffer",
+                Error::ShapeMismatch {
+                    what: "channel_std",
                     ..
                 }
             ),
             "{target}: {error}"
         );
-        let error = mad_noise(client, &input, 1 << 20, 1 << 13).unwrap_err();
+        let error = DeviceArray::<f32>::empty(client, 1 << 20, 1 << 13).unwrap_err();
         assert!(
             matches!(error, Error::OverLimit { .. }),
             "{target}: {error}"
         );
-        assert!(channel_mean(client, &input, 0, 5).unwrap().is_empty());
+        assert!(
+            channel_mean(client, &input.front(0, 5).unwrap())
+                .unwrap()
+                .is_empty()
+        );
     });
 }

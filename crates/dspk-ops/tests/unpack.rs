@@ -2,8 +2,9 @@
 
 use dspk_core::test_util::{Rng, for_each_runtime};
 use dspk_core::{ComputeTarget, SampleFormat};
-use dspk_ops::buffers::{download_f32, upload_f32};
-use dspk_ops::{DeviceLimits, Error, PipelineWorkspace, unpack_scaled};
+use dspk_ops::{
+    ChannelVector, DeviceArray, DeviceLimits, Error, PipelineWorkspace, StoredArray, unpack_scaled,
+};
 
 /// Random stored values of `format` for `channels x samples`, with the format's extremes at the
 /// start of each channel, as little-endian bytes, and the same values as f64.
@@ -101,7 +102,7 @@ fn unpack_is_exact_for_every_format_on_every_runtime() {
                 let what = format!("{target} {format} {channels}x{samples}");
                 check(
                     &what,
-                    &workspace.read_output().unwrap(),
+                    &workspace.output().to_host(client).unwrap(),
                     &values,
                     &gains,
                     &offsets,
@@ -123,7 +124,7 @@ fn int16_extremes_unpack_exactly_with_unit_gain() {
             .process_stored_chunk_in_vram(&bytes, SampleFormat::I16, 5)
             .unwrap();
         assert_eq!(
-            workspace.read_output().unwrap(),
+            workspace.output().to_host(client).unwrap(),
             [-32768.0, -1.0, 0.0, 1.0, 32767.0],
             "on {target}"
         );
@@ -132,7 +133,7 @@ fn int16_extremes_unpack_exactly_with_unit_gain() {
             .process_stored_chunk_in_vram(&bytes, SampleFormat::U16, 5)
             .unwrap();
         assert_eq!(
-            workspace.read_output().unwrap(),
+            workspace.output().to_host(client).unwrap(),
             [32768.0, 65535.0, 0.0, 1.0, 32767.0],
             "on {target}"
         );
@@ -149,9 +150,9 @@ fn stored_and_f32_paths_fill_the_workspace_alike() {
         let mut workspace = PipelineWorkspace::new(client, channels, samples).unwrap();
         workspace.set_stored_scaling(&gains, &offsets).unwrap();
         workspace
-            .process_stored_chunk_owned(bytes, SampleFormat::I16, samples)
+            .process_stored_chunk_in_vram(&bytes, SampleFormat::I16, samples)
             .unwrap();
-        let from_stored = workspace.read_output().unwrap();
+        let from_stored = workspace.output().to_host(client).unwrap();
         // The host path: dspk_core::scale, the definition `read` uses (f64, rounded once).
         let scaled: Vec<f32> = values
             .iter()
@@ -159,9 +160,9 @@ fn stored_and_f32_paths_fill_the_workspace_alike() {
             .map(|(i, &x)| dspk_core::scale(x, gains[i / samples], offsets[i / samples]))
             .collect();
         workspace
-            .process_chunk_owned(scaled.clone(), samples)
+            .process_scaled(cubecl::bytes::Bytes::from_elems(scaled.clone()), samples)
             .unwrap();
-        let from_f32 = workspace.read_output().unwrap();
+        let from_f32 = workspace.output().to_host(client).unwrap();
         assert_eq!(from_f32, scaled, "{target}: the f32 path is a plain copy");
         // The device computes in f32 (gain and offset rounded to f32, one or two roundings):
         // within 2^-22 of the terms' magnitude of the host's f64-then-round value.
@@ -194,21 +195,25 @@ fn odd_windows_shorter_than_the_workspace_and_nan_inputs() {
         let values: Vec<i16> = (0..15).map(|v| v - 7).collect();
         let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
         workspace
-            .process_stored_chunk_owned(bytes, SampleFormat::I16, 5)
+            .process_stored_chunk_in_vram(&bytes, SampleFormat::I16, 5)
             .unwrap();
         let expected: Vec<f32> = values
             .iter()
             .enumerate()
             .map(|(i, &v)| f32::from(v) * [1.0, 2.0, 3.0][i / 5] + [0.0, 0.5, -1.0][i / 5])
             .collect();
-        assert_eq!(workspace.read_output().unwrap(), expected, "on {target}");
+        assert_eq!(
+            workspace.output().to_host(client).unwrap(),
+            expected,
+            "on {target}"
+        );
         // NaN in float32 stored values propagates (never a silent finite value).
         let floats = [1.0f32, f32::NAN, 2.0];
         let bytes: Vec<u8> = floats.iter().flat_map(|v| v.to_le_bytes()).collect();
         workspace
             .process_stored_chunk_in_vram(&bytes, SampleFormat::F32, 1)
             .unwrap();
-        let out = workspace.read_output().unwrap();
+        let out = workspace.output().to_host(client).unwrap();
         assert_eq!(out[0], 1.0);
         assert!(out[1].is_nan(), "on {target}: NaN became {}", out[1]);
         assert_eq!(out[2], 5.0);
@@ -227,14 +232,13 @@ fn unpack_writes_only_the_window() {
                 1u8;
                 capacity * 4
             ]));
-            let gains = upload_f32(client, &[1.0; 3]);
-            let offsets = upload_f32(client, &[0.0; 3]);
-            let out = upload_f32(client, &vec![-7.0; capacity]);
-            unpack_scaled(
-                client, &stored, format, &gains, &offsets, &out, channels, samples,
-            )
-            .unwrap();
-            let all = download_f32(client, &out, capacity).unwrap();
+            let stored = StoredArray::from_handle(stored, format, channels, samples).unwrap();
+            let gains = ChannelVector::from_host(client, &[1.0; 3]).unwrap();
+            let offsets = ChannelVector::from_host(client, &[0.0; 3]).unwrap();
+            let all = DeviceArray::from_host(client, &vec![-7.0; capacity], capacity, 1).unwrap();
+            let out = all.front(channels, samples).unwrap();
+            unpack_scaled(client, &stored, &gains, &offsets, &out).unwrap();
+            let all = all.to_host(client).unwrap();
             assert!(
                 all[..channels * samples].iter().all(|&v| v != -7.0),
                 "on {target}, {format}: the window was not written"
@@ -336,26 +340,35 @@ fn requests_over_the_limits_are_refused() {
         matches!(error, Error::BadScaling { channel: 1, .. }),
         "{error}"
     );
-    // The public kernel entry point checks buffer sizes against the window it is asked for.
-    let small = client.empty(4 * 19);
-    let error = dspk_ops::unpack_scaled(
-        &client,
-        &client.empty(40),
-        SampleFormat::I16,
-        &client.empty(8),
-        &client.empty(8),
-        &small,
-        2,
-        10,
-    )
-    .unwrap_err();
+    // Buffer sizes are checked against the shape where the arrays are made.
+    let error = DeviceArray::<f32>::from_handle(client.empty(4 * 19), 2, 10).unwrap_err();
     assert!(
         matches!(
             error,
-            Error::Shape {
-                what: "output buffer",
+            Error::ArrayShape {
                 expected: 80,
-                actual: 76,
+                given: 76,
+                ..
+            }
+        ),
+        "{error}"
+    );
+    // 2 x 10 int16 need 40 bytes; 36 are refused, with both counts and the format.
+    let error = StoredArray::from_handle(client.empty(36), SampleFormat::I16, 2, 10).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "2 x 10 int16 array (channels x samples) needs 40 bytes, given 36"
+    );
+    // The kernel entry point refuses arrays whose shapes disagree.
+    let stored = StoredArray::from_handle(client.empty(40), SampleFormat::I16, 2, 10).unwrap();
+    let scaling = ChannelVector::from_host(&client, &[1.0, 1.0]).unwrap();
+    let out = DeviceArray::empty(&client, 2, 9).unwrap();
+    let error = unpack_scaled(&client, &stored, &scaling, &scaling, &out).unwrap_err();
+    assert!(
+        matches!(
+            error,
+            Error::ShapeMismatch {
+                what: "unpack: output",
                 ..
             }
         ),
@@ -394,12 +407,12 @@ fn loader_upload_buffers_go_straight_to_the_device_and_come_back() {
             let range = window.window().read();
             let n = window.window().read_len();
             workspace
-                .process_stored_upload(window.into_upload(), SampleFormat::I16, n)
+                .process_stored(window.into_upload(), SampleFormat::I16, n)
                 .unwrap();
             let mut expected = vec![0f32; channels * n];
             source.read(&all, range, &mut expected).unwrap();
             // One f32 rounding of stored * gain (offsets are zero here).
-            let actual = workspace.read_output().unwrap();
+            let actual = workspace.output().to_host(client).unwrap();
             for (i, (a, e)) in actual.iter().zip(&expected).enumerate() {
                 assert!(
                     (a - e).abs() <= e.abs() * 2.4e-7,
@@ -456,7 +469,7 @@ fn streaming_without_syncs_never_starves_the_loader() {
             let loaded = loaded.unwrap();
             let n = loaded.window().read_len();
             workspace
-                .process_stored_upload(loaded.into_upload(), SampleFormat::I16, n)
+                .process_stored(loaded.into_upload(), SampleFormat::I16, n)
                 .unwrap();
             count += 1;
         }
@@ -470,7 +483,11 @@ fn streaming_without_syncs_never_starves_the_loader() {
             .flat_map(|&c| last.clone().map(move |s| (c, s)))
             .map(|(c, s)| f32::from(source.stored_value(c, s)))
             .collect();
-        assert_eq!(workspace.read_output().unwrap(), expected, "on {target}");
+        assert_eq!(
+            workspace.output().to_host(client).unwrap(),
+            expected,
+            "on {target}"
+        );
     });
     DONE.store(true, Ordering::SeqCst);
 }

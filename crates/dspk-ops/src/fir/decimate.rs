@@ -1,13 +1,12 @@
 //! `Decimate`: scipy's `decimate` on the device.
 
 use cubecl::client::Client;
-use cubecl::server::Handle;
 
 use super::Fir;
-use crate::Result;
 use crate::design::host::DecimateFilter;
 use crate::design::{decimate_fir, decimate_iir};
 use crate::iir::SosFilter;
+use crate::{DeviceArray, Result};
 
 /// Downsampling by an integer factor `q` after an anti-aliasing filter, on every channel of a
 /// `[channels, samples]` `f32` window: `scipy.signal.decimate(x, q, ftype=..., zero_phase=True)`,
@@ -62,8 +61,8 @@ impl Decimate {
         samples.div_ceil(self.factor)
     }
 
-    /// Decimates `channels x samples` values of `input` into `output` (`channels x
-    /// output_len(samples)`), queued on `client`.
+    /// Decimates every channel of `input` into `output` (`channels x output_len(samples)`),
+    /// queued on `client`.
     ///
     /// # Errors
     ///
@@ -71,14 +70,12 @@ impl Decimate {
     pub fn run(
         &mut self,
         client: &Client,
-        input: &Handle,
-        output: &Handle,
-        channels: usize,
-        samples: usize,
+        input: &DeviceArray,
+        output: &DeviceArray,
     ) -> Result<()> {
         match &mut self.filter {
-            Filter::Iir(filter) => filter.run(client, input, output, channels, samples),
-            Filter::Fir(filter) => filter.run(client, input, output, channels, samples),
+            Filter::Iir(filter) => filter.run(client, input, output),
+            Filter::Fir(filter) => filter.run(client, input, output),
         }
     }
 }

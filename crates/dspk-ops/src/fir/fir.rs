@@ -6,12 +6,12 @@ use cubecl::prelude::*;
 use cubecl::server::Handle;
 
 use super::kernel;
-use crate::buffers::upload_f32;
+use crate::array::upload;
 use crate::design::sos::check_coefficients;
 use crate::design::{PolyphaseFilter, resample_poly_filter};
-use crate::launch::{CUBE_DIM, check_buffer, checked_values, cube_count};
+use crate::launch::{CUBE_DIM, cube_count};
 use crate::pipeline::Stage;
-use crate::{Error, Result};
+use crate::{DeviceArray, Error, Result, Shape};
 
 /// A finite impulse response applied along time to every channel of a `[channels, samples]`
 /// `f32` window, optionally with rational resampling (`up / down`).
@@ -101,28 +101,26 @@ impl Fir {
         (samples * self.up).div_ceil(self.down)
     }
 
-    /// Filters (and resamples) `channels x samples` values of `input` into `output`
-    /// (`channels x output_len(samples)`), queued on `client`.
+    /// Filters (and resamples) every channel of `input` into `output` (`channels x
+    /// output_len(samples)`), queued on `client`.
     ///
     /// # Errors
     ///
-    /// [`Error::Shape`] when a buffer is too small, [`Error::OverLimit`] over 32-bit indexing
-    /// (including `samples * up`).
+    /// [`Error::ShapeMismatch`] when `output` is not `channels x output_len(samples)`,
+    /// [`Error::OverLimit`] over 32-bit indexing (including `samples * up`).
     pub fn run(
         &mut self,
         client: &Client,
-        input: &Handle,
-        output: &Handle,
-        channels: usize,
-        samples: usize,
+        input: &DeviceArray,
+        output: &DeviceArray,
     ) -> Result<()> {
-        let values = checked_values("fir input", channels, samples)?;
-        checked_values("fir upsampled input", samples, self.up)?;
+        let (channels, samples) = (input.channels(), input.samples());
+        let values = input.len();
+        Shape::new(samples, self.up).values("fir upsampled input")?;
         let out_len = self.output_len(samples);
-        let out_values = checked_values("fir output", channels, out_len)?;
-        checked_values("fir output index", out_len, self.down)?;
-        check_buffer("fir input", input, values * 4)?;
-        check_buffer("fir output", output, out_values * 4)?;
+        output.expect_shape("fir: output", Shape::new(channels, out_len))?;
+        let out_values = output.len();
+        Shape::new(out_len, self.down).values("fir output index")?;
         if out_values == 0 {
             return Ok(());
         }
@@ -130,10 +128,10 @@ impl Fir {
             .device
             .get_or_insert_with(|| {
                 let taps: Vec<f32> = self.taps.iter().map(|&t| t as f32).collect();
-                upload_f32(client, &taps)
+                upload(client, &taps)
             })
             .clone();
-        // SAFETY: `input` holds `values` and `output` `out_values` values (checked above),
+        // SAFETY: `input` holds `values` and `output` `out_values` values (typed arrays),
         // `taps` its length; the kernel bounds its unit by `channels * out_len`, reads only
         // source indices below `src_len` and taps below their length. `out_len * down +
         // shift` and `samples * up` fit u32 (checked above; `shift < taps <= u32::MAX`).
@@ -142,9 +140,9 @@ impl Fir {
                 client,
                 cube_count(out_values),
                 CubeDim::new_1d(CUBE_DIM),
-                BufferArg::from_raw_parts(input.clone(), values),
+                BufferArg::from_raw_parts(input.handle().clone(), values),
                 BufferArg::from_raw_parts(taps, self.taps.len()),
-                BufferArg::from_raw_parts(output.clone(), out_values),
+                BufferArg::from_raw_parts(output.handle().clone(), out_values),
                 channels as u32,
                 samples as u32,
                 out_len as u32,
@@ -172,21 +170,14 @@ impl Stage for Fir {
         usize::from(self.device.is_some())
     }
 
-    fn apply(
-        &mut self,
-        client: &Client,
-        input: &Handle,
-        output: &Handle,
-        channels: usize,
-        samples: usize,
-    ) -> Result<()> {
+    fn apply(&mut self, client: &Client, input: &DeviceArray, output: &DeviceArray) -> Result<()> {
         if self.up != 1 || self.down != 1 {
             return Err(Error::InvalidParameter {
                 what: "fir stage",
                 reason: "a resampler changes the window length; call run() instead".into(),
             });
         }
-        self.run(client, input, output, channels, samples)
+        self.run(client, input, output)
     }
 }
 

@@ -6,12 +6,13 @@ use cubecl::server::Handle;
 
 use super::kernel;
 use super::plan::Plan;
-use crate::buffers::{GrowingBuffer, upload_f32};
+use crate::array::upload;
+use crate::buffers::GrowingBuffer;
 use crate::design::host::sosfiltfilt_padlen;
 use crate::design::{Sos, sosfilt_zi};
-use crate::launch::{CUBE_DIM, check_buffer, checked_values, cube_count};
+use crate::launch::{CUBE_DIM, cube_count};
 use crate::pipeline::Stage;
-use crate::{Error, Result};
+use crate::{DeviceArray, Error, Result, Shape};
 
 /// Relative level below which the impulse response counts as settled (halo sizing). The error
 /// a window edge leaves is bounded by the response's tail sum times the signal, so the level is
@@ -212,29 +213,27 @@ impl SosFilter {
         })
     }
 
-    /// Filters `channels x samples` values of `input` into `output` (`channels x
-    /// output_len(samples)`), queued on `client`.
+    /// Filters every channel of `input` into `output` (`channels x output_len(samples)`),
+    /// queued on `client`.
     ///
     /// # Errors
     ///
-    /// [`Error::Shape`] when a buffer is too small, [`Error::InvalidParameter`] when a
-    /// zero-phase filter gets `samples <= padlen` (scipy refuses those too),
-    /// [`Error::OverLimit`] over 32-bit indexing.
+    /// [`Error::ShapeMismatch`] when `output` is not `channels x output_len(samples)`,
+    /// [`Error::InvalidParameter`] when a zero-phase filter gets `samples <= padlen` (scipy
+    /// refuses those too), [`Error::OverLimit`] over 32-bit indexing.
     pub fn run(
         &mut self,
         client: &Client,
-        input: &Handle,
-        output: &Handle,
-        channels: usize,
-        samples: usize,
+        input: &DeviceArray,
+        output: &DeviceArray,
     ) -> Result<()> {
-        let values = checked_values("sos filter input", channels, samples)?;
+        let (channels, samples) = (input.channels(), input.samples());
         let out_len = self.output_len(samples);
-        check_buffer("sos filter input", input, values * 4)?;
-        check_buffer("sos filter output", output, channels * out_len * 4)?;
-        if values == 0 {
+        output.expect_shape("sos filter: output", Shape::new(channels, out_len))?;
+        if input.is_empty() {
             return Ok(());
         }
+        let (input, output) = (input.handle(), output.handle());
         let mut device = match self.device.take() {
             Some(device) => device,
             None => self.upload(client),
@@ -266,7 +265,8 @@ impl SosFilter {
                     })
                 } else {
                     let extended = samples + 2 * padlen;
-                    checked_values("sosfiltfilt intermediate", channels, extended)
+                    Shape::new(channels, extended)
+                        .values("sosfiltfilt intermediate")
                         .map(|values| device.intermediate.get(client, values))
                         .and_then(|intermediate| {
                             self.pass(
@@ -312,9 +312,9 @@ impl SosFilter {
         let plan = Plan::new(&self.sections, self.block_len);
         let to_f32 = |values: &[f64]| -> Vec<f32> { values.iter().map(|&v| v as f32).collect() };
         DeviceParts {
-            coefs: upload_f32(client, &to_f32(&plan.coefs)),
-            transition: upload_f32(client, &to_f32(&plan.transition)),
-            initial: upload_f32(client, &to_f32(&self.initial_state)),
+            coefs: upload(client, &to_f32(&plan.coefs)),
+            transition: upload(client, &to_f32(&plan.transition)),
+            initial: upload(client, &to_f32(&self.initial_state)),
             states: GrowingBuffer::default(),
             intermediate: GrowingBuffer::default(),
         }
@@ -325,9 +325,9 @@ impl SosFilter {
         let sections = self.sections.len();
         let virtual_len = pass.src_len + 2 * pass.pad;
         let blocks = virtual_len.div_ceil(self.block_len);
-        let units = checked_values("sos filter blocks", pass.channels, blocks)?;
-        let state_values = checked_values("sos filter states", units, 2 * sections)?;
-        checked_values("sos filter virtual input", pass.channels, virtual_len)?;
+        let units = Shape::new(pass.channels, blocks).values("sos filter blocks")?;
+        let state_values = Shape::new(units, 2 * sections).values("sos filter states")?;
+        Shape::new(pass.channels, virtual_len).values("sos filter virtual input")?;
         let states = device.states.get(client, state_values);
         let src_values = pass.channels * pass.src_len;
         let dst_values = pass.channels * pass.out_len;
@@ -340,8 +340,8 @@ impl SosFilter {
             blocks as u32,
         );
         for finish in [false, true] {
-            // SAFETY: `src` holds `src_values` and `dst` `dst_values` values (checked by
-            // `run`, or allocated for them), `states` holds `units * 2 * sections`, `coefs`
+            // SAFETY: `src` holds `src_values` and `dst` `dst_values` values (typed arrays of
+            // those shapes, checked where they were made, or allocated for them), `states` holds `units * 2 * sections`, `coefs`
             // `5 * sections`; the kernel bounds its unit by `channels * blocks`, reads the
             // virtual sequence only inside each channel's `src_len` values (`src_len > pad`),
             // and writes only output indices below `out_len`.
@@ -423,21 +423,34 @@ impl Stage for SosFilter {
         SosFilter::device_allocations(self)
     }
 
-    fn apply(
-        &mut self,
-        client: &Client,
-        input: &Handle,
-        output: &Handle,
-        channels: usize,
-        samples: usize,
-    ) -> Result<()> {
+    /// The block states and the zero-phase intermediate for the longest window.
+    fn reserve(&mut self, client: &Client, channels: usize, max_samples: usize) -> Result<()> {
+        let padlen = self.padlen();
+        let virtual_len = max_samples + 2 * padlen;
+        let blocks = virtual_len.div_ceil(self.block_len);
+        let units = Shape::new(channels, blocks).values("sos filter blocks")?;
+        let states = Shape::new(units, 2 * self.sections.len()).values("sos filter states")?;
+        let intermediate = Shape::new(channels, virtual_len).values("sosfiltfilt intermediate")?;
+        if self.device.is_none() {
+            self.device = Some(self.upload(client));
+        }
+        if let Some(device) = &mut self.device {
+            device.states.get(client, states);
+            if padlen > 0 {
+                device.intermediate.get(client, intermediate);
+            }
+        }
+        Ok(())
+    }
+
+    fn apply(&mut self, client: &Client, input: &DeviceArray, output: &DeviceArray) -> Result<()> {
         if self.decimation != 1 {
             return Err(Error::InvalidParameter {
                 what: "sos filter stage",
                 reason: "a decimating filter changes the window length; use decimate()".into(),
             });
         }
-        self.run(client, input, output, channels, samples)
+        self.run(client, input, output)
     }
 }
 
@@ -449,7 +462,6 @@ mod tests {
     use dspk_core::test_util::{Rng, assert_close, for_each_runtime};
 
     use super::*;
-    use crate::buffers::{download_f32, empty_f32};
     use crate::iir::plan::step;
 
     /// `n` random stable sections (pole radius 0.2 to 0.97).
@@ -511,8 +523,9 @@ mod tests {
                 let x: Vec<f64> = (0..channels * samples)
                     .map(|_| rng.uniform(-100.0, 100.0))
                     .collect();
-                let input = upload_f32(client, &x.iter().map(|&v| v as f32).collect::<Vec<_>>());
-                let output = empty_f32(client, x.len());
+                let x32: Vec<f32> = x.iter().map(|&v| v as f32).collect();
+                let input = DeviceArray::from_host(client, &x32, channels, samples).unwrap();
+                let output = DeviceArray::empty(client, channels, samples).unwrap();
                 let flat: Vec<f64> = zi.iter().flatten().copied().collect();
                 let mut modes = vec![
                     Mode::Forward(Initial::Zero),
@@ -526,10 +539,8 @@ mod tests {
                         .unwrap()
                         .with_block_len(block_len)
                         .unwrap();
-                    filter
-                        .run(client, &input, &output, channels, samples)
-                        .unwrap();
-                    let actual = download_f32(client, &output, x.len()).unwrap();
+                    filter.run(client, &input, &output).unwrap();
+                    let actual = output.to_host(client).unwrap();
                     let zero = vec![0.0; flat.len()];
                     let expected: Vec<f64> = x
                         .chunks(samples)

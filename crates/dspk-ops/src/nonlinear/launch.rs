@@ -5,9 +5,9 @@ use cubecl::prelude::*;
 use cubecl::server::Handle;
 
 use super::kernel;
-use crate::buffers::upload_f32;
-use crate::launch::{CUBE_DIM, check_buffer, checked_values, cube_count};
-use crate::{Error, Result, Stage};
+use crate::array::upload;
+use crate::launch::{CUBE_DIM, cube_count};
+use crate::{DeviceArray, Error, Result, Stage};
 
 /// The longest median filter accepted: rank counting costs `k^2` comparisons per sample
 /// (10 201 for `k = 101`), fine on a GPU for artefact removal; longer windows want a
@@ -19,7 +19,7 @@ pub const MAX_MEDFILT_KERNEL: usize = 101;
 pub const MAX_GAUSSIAN_RADIUS: usize = 1 << 16;
 
 /// Median filter along time, each channel of a `[channels, samples]` `f32` window in `input`
-/// into `output` (distinct buffers of at least `channels * samples` values), as
+/// into `output` (same shape, distinct buffers), as
 /// `scipy.signal.medfilt(x[c], kernel_size)` for each channel: the window is centred and
 /// padded with zeros beyond either end of the channel.
 ///
@@ -31,24 +31,21 @@ pub const MAX_GAUSSIAN_RADIUS: usize = 1 << 16;
 /// # Errors
 ///
 /// [`Error::InvalidParameter`] when `kernel_size` is even or above [`MAX_MEDFILT_KERNEL`],
-/// [`Error::OverLimit`] when `channels * samples` exceeds `u32::MAX`, [`Error::Shape`] when a
-/// buffer is smaller than the window.
+/// [`Error::ShapeMismatch`] when `output`'s shape differs from `input`'s.
 pub fn medfilt(
     client: &Client,
-    input: &Handle,
-    output: &Handle,
-    channels: usize,
-    samples: usize,
+    input: &DeviceArray,
+    output: &DeviceArray,
     kernel_size: usize,
 ) -> Result<()> {
     check_kernel_size(kernel_size)?;
-    let values = checked_values("medfilt", channels, samples)?;
+    output.expect_shape("medfilt: output", input.shape())?;
+    let (values, samples) = (input.len(), input.samples());
     if values == 0 {
         return Ok(());
     }
-    check_buffer("input buffer", input, values * 4)?;
-    check_buffer("output buffer", output, values * 4)?;
-    // SAFETY: both buffers hold `values` values (checked above); the kernel bounds its unit
+    let (input, output) = (input.handle(), output.handle());
+    // SAFETY: both buffers hold `values` values (typed arrays); the kernel bounds its unit
     // index by `values` and reads only its own channel's row of `input`.
     unsafe {
         kernel::medfilt::launch_unchecked(
@@ -115,7 +112,7 @@ pub fn gaussian_kernel1d(sigma: f64, truncate: f64) -> Result<Vec<f64>> {
 }
 
 /// Gaussian smoothing along time, each channel of a `[channels, samples]` `f32` window in
-/// `input` into `output` (distinct buffers of at least `channels * samples` values), as
+/// `input` into `output` (same shape, distinct buffers), as
 /// `scipy.ndimage.gaussian_filter1d(x, sigma, axis=-1, truncate=truncate)` with its default
 /// `mode='reflect'` (`d c b a | a b c d | d c b a`, repeating for a radius longer than the
 /// channel). `truncate = 4.0` is scipy's default.
@@ -126,46 +123,35 @@ pub fn gaussian_kernel1d(sigma: f64, truncate: f64) -> Result<Vec<f64>> {
 ///
 /// # Errors
 ///
-/// As [`gaussian_kernel1d`]; [`Error::OverLimit`] when `channels * samples` exceeds
-/// `u32::MAX` (or the reflected indices of a huge channel would), [`Error::Shape`] when a
-/// buffer is smaller than the window.
+/// As [`gaussian_kernel1d`]; [`Error::OverLimit`] when the reflected indices of a huge channel
+/// exceed 32 bits, [`Error::ShapeMismatch`] when `output`'s shape differs from `input`'s.
 pub fn gaussian_filter1d(
     client: &Client,
-    input: &Handle,
-    output: &Handle,
-    channels: usize,
-    samples: usize,
+    input: &DeviceArray,
+    output: &DeviceArray,
     sigma: f64,
     truncate: f64,
 ) -> Result<()> {
     let weights = f32_weights(&gaussian_kernel1d(sigma, truncate)?);
-    let device_weights = upload_f32(client, &weights);
-    correlate(
-        client,
-        input,
-        &device_weights,
-        weights.len(),
-        output,
-        channels,
-        samples,
-    )
+    let device_weights = upload(client, &weights);
+    correlate(client, input, &device_weights, weights.len(), output)
 }
 
 fn f32_weights(weights: &[f64]) -> Vec<f32> {
     weights.iter().map(|&w| w as f32).collect()
 }
 
-/// Launches the reflect-mode correlation of `input` with the `taps` weights in `weights`.
+/// Launches the reflect-mode correlation of `input` with the `taps` weights in `weights`
+/// (a buffer of at least `taps` `f32`).
 fn correlate(
     client: &Client,
-    input: &Handle,
+    input: &DeviceArray,
     weights: &Handle,
     taps: usize,
-    output: &Handle,
-    channels: usize,
-    samples: usize,
+    output: &DeviceArray,
 ) -> Result<()> {
-    let values = checked_values("gaussian_filter1d", channels, samples)?;
+    output.expect_shape("gaussian_filter1d: output", input.shape())?;
+    let (values, samples) = (input.len(), input.samples());
     if values == 0 {
         return Ok(());
     }
@@ -184,10 +170,9 @@ fn correlate(
             reason: "kernels index with 32-bit integers",
         });
     }
-    check_buffer("input buffer", input, values * 4)?;
-    check_buffer("weights buffer", weights, taps * 4)?;
-    check_buffer("output buffer", output, values * 4)?;
-    // SAFETY: `input` and `output` hold `values` values and `weights` `taps` (checked above);
+    let (input, output) = (input.handle(), output.handle());
+    // SAFETY: `input` and `output` hold `values` values (typed arrays) and `weights` `taps`
+    // (uploaded from them);
     // the kernel bounds its unit index by `values`, reads weights below `taps` and input
     // within its channel's row (reflected indices are in `0..samples`).
     unsafe {
@@ -241,15 +226,8 @@ impl Stage for MedianFilter {
         self.kernel_size / 2
     }
 
-    fn apply(
-        &mut self,
-        client: &Client,
-        input: &Handle,
-        output: &Handle,
-        channels: usize,
-        samples: usize,
-    ) -> Result<()> {
-        medfilt(client, input, output, channels, samples, self.kernel_size)
+    fn apply(&mut self, client: &Client, input: &DeviceArray, output: &DeviceArray) -> Result<()> {
+        medfilt(client, input, output, self.kernel_size)
     }
 }
 
@@ -293,25 +271,10 @@ impl Stage for GaussianFilter {
         self.radius()
     }
 
-    fn apply(
-        &mut self,
-        client: &Client,
-        input: &Handle,
-        output: &Handle,
-        channels: usize,
-        samples: usize,
-    ) -> Result<()> {
+    fn apply(&mut self, client: &Client, input: &DeviceArray, output: &DeviceArray) -> Result<()> {
         let weights = self
             .device_weights
-            .get_or_insert_with(|| upload_f32(client, &self.weights));
-        correlate(
-            client,
-            input,
-            weights,
-            self.weights.len(),
-            output,
-            channels,
-            samples,
-        )
+            .get_or_insert_with(|| upload(client, &self.weights));
+        correlate(client, input, weights, self.weights.len(), output)
     }
 }

@@ -8,9 +8,10 @@ use cubecl::prelude::*;
 use cubecl::server::Handle;
 
 use super::kernel::{self, HeightMode};
-use crate::buffers::{download_f32, download_u32};
-use crate::launch::{CUBE_DIM, check_buffer, checked_values, cube_count};
-use crate::{DeviceLimits, Error, Result};
+use crate::array::download;
+use crate::buffers::GrowingBuffer;
+use crate::launch::{CUBE_DIM, cube_count};
+use crate::{ChannelVector, DeviceArray, DeviceLimits, DeviceWindow, Error, Result};
 
 /// Which deflections are peaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -32,12 +33,12 @@ pub enum Height {
     Any,
     /// The same threshold on every channel.
     Value(f32),
-    /// `scale * thresholds[c]` on channel `c`, from a device buffer of at least `channels`
-    /// `f32`: e.g. the [`mad_noise_into`](crate::mad_noise_into) buffer with `scale = 5.0`
-    /// for a 5-sigma threshold, without a round trip to the host.
+    /// `scale * thresholds[c]` on channel `c`, one threshold per channel of the input: e.g.
+    /// the [`mad_noise_into`](crate::mad_noise_into) vector with `scale = 5.0` for a 5-sigma
+    /// threshold, without a round trip to the host.
     PerChannel {
         /// Per-channel thresholds on the device.
-        thresholds: Handle,
+        thresholds: ChannelVector,
         /// The factor applied to each.
         scale: f32,
     },
@@ -73,8 +74,9 @@ impl Default for PeakOptions {
 pub struct Peak {
     /// The channel (row of the window).
     pub channel: u32,
-    /// The sample within the window (add the window's start for a recording position).
-    pub sample: u32,
+    /// The sample: in the recording for [`PeakDetector::detect_window`], else the index into
+    /// the array's row.
+    pub sample: u64,
     /// `x` at the peak (not negated for [`Polarity::Negative`]).
     pub value: f32,
 }
@@ -117,7 +119,10 @@ pub struct Peak {
 pub struct PeakDetector {
     capacity: usize,
     /// Candidate order keys, one per sample of the largest window seen.
-    keys: Option<(Handle, usize)>,
+    keys: GrowingBuffer<u32>,
+    /// Added to the sample of every peak of the last detection (the window's first recording
+    /// sample, or zero).
+    start: u64,
     /// `[peaks found, NaN count]`.
     counters: Handle,
     /// `(channel, sample)` per slot.
@@ -143,7 +148,8 @@ impl PeakDetector {
         DeviceLimits::of(client).check("find_peaks: peak positions", 2 * max_peaks as u64, 4)?;
         Ok(Self {
             capacity: max_peaks,
-            keys: None,
+            keys: GrowingBuffer::default(),
+            start: 0,
             counters: client.empty(8),
             positions: client.empty(8 * max_peaks),
             values: client.empty(4 * max_peaks),
@@ -156,26 +162,41 @@ impl PeakDetector {
         self.capacity
     }
 
-    /// Queues peak detection on `input` (`channels * samples` `f32`), reporting the peaks at
-    /// samples `owned` of each channel; replaces the previous detection's peaks. Nothing is
+    /// Queues peak detection on the window, reporting the peaks at the samples it owns with
+    /// their recording sample; replaces the previous detection's peaks. Nothing is waited for.
+    ///
+    /// # Errors
+    ///
+    /// As [`detect`](Self::detect).
+    pub fn detect_window(
+        &mut self,
+        client: &Client,
+        window: &DeviceWindow,
+        options: &PeakOptions,
+    ) -> Result<()> {
+        self.detect(client, window.array(), window.owned_local(), options)?;
+        self.start = window.start();
+        Ok(())
+    }
+
+    /// Queues peak detection on `input`, reporting the peaks at samples `owned` of each
+    /// channel (indices into its rows); replaces the previous detection's peaks. Nothing is
     /// waited for.
     ///
     /// # Errors
     ///
     /// [`Error::InvalidParameter`] when `owned` is not within `0..samples`, `distance` is
-    /// zero, or a `height` value or scale is NaN; [`Error::OverLimit`] when
-    /// `channels * samples` exceeds `u32::MAX`; [`Error::Shape`] when `input` or the
-    /// per-channel thresholds are smaller than needed.
+    /// zero, or a `height` value or scale is NaN; [`Error::ShapeMismatch`] when per-channel
+    /// thresholds are not one per channel of `input`.
     pub fn detect(
         &mut self,
         client: &Client,
-        input: &Handle,
-        channels: usize,
-        samples: usize,
+        input: &DeviceArray,
         owned: Range<usize>,
         options: &PeakOptions,
     ) -> Result<()> {
-        let values = checked_values("find_peaks", channels, samples)?;
+        let (channels, samples, values) = (input.channels(), input.samples(), input.len());
+        self.start = 0;
         if owned.start > owned.end || owned.end > samples {
             return Err(Error::InvalidParameter {
                 what: "find_peaks: owned samples",
@@ -192,7 +213,8 @@ impl PeakDetector {
             Height::Any => (HeightMode::Any, 0.0, None),
             Height::Value(value) => (HeightMode::Uniform, *value, None),
             Height::PerChannel { thresholds, scale } => {
-                (HeightMode::PerChannel, *scale, Some(thresholds))
+                thresholds.expect_channels("find_peaks: thresholds", channels)?;
+                (HeightMode::PerChannel, *scale, Some(thresholds.handle()))
             }
         };
         if scale.is_nan() {
@@ -205,18 +227,8 @@ impl PeakDetector {
         if values == 0 || owned.is_empty() {
             return Ok(());
         }
-        check_buffer("input buffer", input, values * 4)?;
-        if let Some(thresholds) = thresholds {
-            check_buffer("thresholds buffer", thresholds, channels * 4)?;
-        }
-        let keys = match &self.keys {
-            Some((keys, len)) if *len >= values => keys.clone(),
-            _ => {
-                let keys = client.empty(values * 4);
-                self.keys = Some((keys.clone(), values));
-                keys
-            }
-        };
+        let keys = self.keys.get(client, values);
+        let input = input.handle();
         // A stand-in for the thresholds when there are none: the kernel reads it only for
         // `HeightMode::PerChannel`.
         let thresholds = thresholds.cloned().unwrap_or_else(|| self.values.clone());
@@ -231,7 +243,7 @@ impl PeakDetector {
         let owned_len = owned.end - owned.start;
         let (start, end) = (owned.start as u32, owned.end as u32); // <= samples <= u32::MAX
         // SAFETY (all three launches): `input` and `keys` hold `values` values, `thresholds`
-        // `thresholds_len` (checked above), `counters` 2, `positions` `2 * capacity` and
+        // `thresholds_len` (typed arrays, their shapes checked above), `counters` 2, `positions` `2 * capacity` and
         // `values` `capacity` (allocated so). The kernels bound their unit index by the
         // counts passed as scalars (not by buffer lengths: a reused buffer may be longer), read within their channel's row, read `thresholds` only per channel
         // in `PerChannel` mode, and write a slot only below `capacity`.
@@ -289,7 +301,7 @@ impl PeakDetector {
     /// with a larger detector); [`Error::InvalidParameter`] when the owned samples held a NaN
     /// or a per-channel threshold was NaN; [`Error::Device`] when the device fails.
     pub fn peaks(&self, client: &Client) -> Result<Vec<Peak>> {
-        let counters = download_u32(client, &self.counters, 2)?;
+        let counters = download::<u32>(client, &self.counters, 2)?;
         let (found, nans) = (counters[0] as usize, counters[1]);
         if nans > 0 {
             return Err(Error::InvalidParameter {
@@ -311,14 +323,14 @@ impl PeakDetector {
         if found == 0 {
             return Ok(Vec::new());
         }
-        let positions = download_u32(client, &self.positions, 2 * found)?;
-        let values = download_f32(client, &self.values, found)?;
+        let positions = download::<u32>(client, &self.positions, 2 * found)?;
+        let values = download::<f32>(client, &self.values, found)?;
         let mut peaks: Vec<Peak> = positions
             .chunks_exact(2)
             .zip(values)
             .map(|(position, value)| Peak {
                 channel: position[0],
-                sample: position[1],
+                sample: self.start + u64::from(position[1]),
                 value,
             })
             .collect();
@@ -327,7 +339,7 @@ impl PeakDetector {
     }
 }
 
-/// Peaks of every channel of a whole `[channels, samples]` window (all samples owned), as
+/// Peaks of every channel of a whole `[channels, samples]` array (all samples owned), as
 /// [`PeakDetector`] describes, with a detector of `max_peaks` made for the call: the one-shot
 /// form of `scipy.signal.find_peaks` per channel. Waits for the device.
 ///
@@ -336,13 +348,11 @@ impl PeakDetector {
 /// As [`PeakDetector::new`], [`PeakDetector::detect`] and [`PeakDetector::peaks`].
 pub fn find_peaks(
     client: &Client,
-    input: &Handle,
-    channels: usize,
-    samples: usize,
+    input: &DeviceArray,
     options: &PeakOptions,
     max_peaks: usize,
 ) -> Result<Vec<Peak>> {
     let mut detector = PeakDetector::new(client, max_peaks)?;
-    detector.detect(client, input, channels, samples, 0..samples, options)?;
+    detector.detect(client, input, 0..input.samples(), options)?;
     detector.peaks(client)
 }

@@ -1,12 +1,10 @@
 //! `Pipeline`: stages applied in turn on the device with two ping-pong buffers.
 
 use cubecl::client::Client;
-use cubecl::server::Handle;
 
 use super::Stage;
 use crate::buffers::GrowingBuffer;
-use crate::launch::{check_buffer, checked_values};
-use crate::{Error, Result};
+use crate::{DeviceArray, Error, Result};
 
 /// An ordered list of [`Stage`]s applied to a `[channels, samples]` `f32` window on the
 /// device. Stage 1 reads the input buffer and writes buffer A, stage 2 reads A and writes B,
@@ -14,14 +12,14 @@ use crate::{Error, Result};
 /// allocated once for the largest window, and nothing read back between stages.
 ///
 /// ```no_run
-/// # fn demo(client: &cubecl::client::Client, window: &cubecl::server::Handle) -> dspk_ops::Result<()> {
+/// # fn demo(client: &cubecl::client::Client, window: &dspk_ops::DeviceArray) -> dspk_ops::Result<()> {
 /// use dspk_ops::{CommonReference, Pipeline, Reference, SosFilter, design};
 /// let highpass = design::butter(3, design::Band::Highpass(300.0), 30_000.0)?;
 /// let mut pipeline = Pipeline::new()
 ///     .with(CommonReference::new(Reference::Mean))
 ///     .with(SosFilter::zero_phase(&highpass)?);
 /// let halo = pipeline.settling(); // halo each window needs on each side
-/// let result = pipeline.run(client, window, 384, 60_000)?;
+/// let result = pipeline.run(client, window)?; // same shape as `window`
 /// # let _ = (halo, result); Ok(()) }
 /// ```
 #[derive(Default)]
@@ -85,30 +83,34 @@ impl Pipeline {
         self.stages.iter().map(|s| s.settling()).sum()
     }
 
-    /// Allocates the two ping-pong buffers for windows of up to `channels * max_samples`
-    /// values now, rather than on the first [`run`](Self::run) (so the device memory a
+    /// Allocates the two ping-pong buffers and every stage's scratch for windows of up to
+    /// `channels x max_samples` now, rather than on the first [`run`](Self::run) (so the device memory a
     /// workspace needs is claimed up front).
     ///
     /// # Errors
     ///
     /// [`Error::OverLimit`] over 32-bit indexing.
     pub fn reserve(&mut self, client: &Client, channels: usize, max_samples: usize) -> Result<()> {
-        self.ping_pong(client, channels, max_samples).map(|_| ())
+        self.ping_pong(client, channels, max_samples)?;
+        for stage in &mut self.stages {
+            stage.reserve(client, channels, max_samples)?;
+        }
+        Ok(())
     }
 
-    /// The two ping-pong buffers, (re)allocated when they hold fewer than
-    /// `channels * samples` values.
+    /// The two ping-pong buffers as `channels x samples` arrays, (re)allocated when they hold
+    /// fewer values.
     fn ping_pong(
         &mut self,
         client: &Client,
         channels: usize,
         samples: usize,
-    ) -> Result<[Handle; 2]> {
-        let values = checked_values("pipeline buffers", channels, samples)?;
-        Ok(self
-            .buffers
-            .each_mut()
-            .map(|buffer| buffer.get(client, values)))
+    ) -> Result<[DeviceArray; 2]> {
+        let [a, b] = &mut self.buffers;
+        Ok([
+            a.array(client, "pipeline buffers", channels, samples)?,
+            b.array(client, "pipeline buffers", channels, samples)?,
+        ])
     }
 
     /// Device buffers the pipeline and its stages have allocated so far.
@@ -125,32 +127,24 @@ impl Pipeline {
                 .sum::<usize>()
     }
 
-    /// Runs every stage on `channels x samples` values of `input` (not modified) and returns
-    /// the buffer holding the result: `input` itself when there are no stages, else one of
-    /// the two ping-pong buffers (valid until the next run). Work is queued, not waited for.
+    /// Runs every stage on `input` (not modified) and returns the array holding the result,
+    /// of `input`'s shape: `input` itself when there are no stages, else one of the two
+    /// ping-pong buffers (valid until the next run). Work is queued, not waited for.
     ///
     /// # Errors
     ///
-    /// [`Error::Shape`] when `input` is too small; a stage's error, prefixed by its name in
-    /// [`Error::Stage`].
-    pub fn run(
-        &mut self,
-        client: &Client,
-        input: &Handle,
-        channels: usize,
-        samples: usize,
-    ) -> Result<Handle> {
-        let values = checked_values("pipeline window", channels, samples)?;
-        check_buffer("pipeline input", input, values * 4)?;
+    /// [`Error::OverLimit`] when the ping-pong buffers cannot grow to `input`'s shape; a
+    /// stage's error, with its name, in [`Error::Stage`].
+    pub fn run(&mut self, client: &Client, input: &DeviceArray) -> Result<DeviceArray> {
         if self.stages.is_empty() {
             return Ok(input.clone());
         }
-        let [a, b] = self.ping_pong(client, channels, samples)?;
+        let [a, b] = self.ping_pong(client, input.channels(), input.samples())?;
         let mut source = input.clone();
         for (index, stage) in self.stages.iter_mut().enumerate() {
             let target = if index % 2 == 0 { &a } else { &b };
             stage
-                .apply(client, &source, target, channels, samples)
+                .apply(client, &source, target)
                 .map_err(|e| Error::Stage {
                     stage: format!("{} (stage {index})", stage.name()),
                     source: Box::new(e),

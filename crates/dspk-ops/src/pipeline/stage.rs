@@ -1,9 +1,7 @@
 //! The interface every pipeline stage implements.
 
+use crate::{DeviceArray, Result};
 use cubecl::client::Client;
-use cubecl::server::Handle;
-
-use crate::Result;
 
 /// One step of a device pipeline: reads a `[channels, samples]` `f32` window (channel-major)
 /// from `input` and writes the result, same shape, to `output`. Nothing is read back to the
@@ -27,21 +25,27 @@ pub trait Stage: Send {
         0
     }
 
-    /// Applies the stage: `input` and `output` are distinct buffers of at least
-    /// `channels * samples` `f32`. Scratch buffers a stage needs are allocated on first use
-    /// and kept, so steady-state windows allocate nothing on the device.
+    /// Allocates the scratch buffers the stage needs for windows of up to `channels x
+    /// max_samples` now, so later windows of any length up to that allocate nothing. Stages
+    /// without scratch keep the default, which does nothing.
     ///
     /// # Errors
     ///
-    /// [`Error::Shape`](crate::Error::Shape) when a buffer is too small or `channels` disagrees
-    /// with the stage (a whitening matrix), [`Error::OverLimit`](crate::Error::OverLimit) over
-    /// device limits, [`Error::Device`](crate::Error::Device) when the device fails.
-    fn apply(
-        &mut self,
-        client: &Client,
-        input: &Handle,
-        output: &Handle,
-        channels: usize,
-        samples: usize,
-    ) -> Result<()>;
+    /// [`Error::OverLimit`](crate::Error::OverLimit) over 32-bit indexing.
+    fn reserve(&mut self, client: &Client, channels: usize, max_samples: usize) -> Result<()> {
+        let _ = (client, channels, max_samples);
+        Ok(())
+    }
+
+    /// Applies the stage: `output` has `input`'s shape and a distinct buffer (the
+    /// [`Pipeline`](crate::Pipeline) makes them so). Scratch buffers a stage needs are
+    /// allocated on first use and kept, so steady-state windows allocate nothing on the device.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ShapeMismatch`](crate::Error::ShapeMismatch) when the shapes disagree with
+    /// each other or with the stage (a whitening matrix for other channels),
+    /// [`Error::OverLimit`](crate::Error::OverLimit) over device limits,
+    /// [`Error::Device`](crate::Error::Device) when the device fails.
+    fn apply(&mut self, client: &Client, input: &DeviceArray, output: &DeviceArray) -> Result<()>;
 }

@@ -4,9 +4,9 @@ use cubecl::prelude::*;
 use cubecl::server::Handle;
 
 use super::kernel::{self, Finish};
-use crate::buffers::{download_f32, empty_f32};
-use crate::launch::{CUBE_DIM, check_buffer, checked_values, cube_count, cube_count_for};
-use crate::{Error, Result};
+use crate::array::alloc;
+use crate::launch::{CUBE_DIM, cube_count, cube_count_for};
+use crate::{ChannelVector, DeviceArray, Error, Result};
 
 /// Values one unit of a tree-sum level adds (so a level has `len / 32` units per channel and
 /// a 30 000-sample channel is summed in three levels).
@@ -50,31 +50,24 @@ impl Statistic {
 ///
 /// # Errors
 ///
-/// [`Error::InvalidParameter`] when `samples` is zero, [`Error::OverLimit`] when
-/// `channels * samples` exceeds `u32::MAX`, [`Error::Shape`] when `input` is smaller than the
-/// window, [`Error::Device`] when the device fails.
-pub fn channel_mean(
-    client: &Client,
-    input: &Handle,
-    channels: usize,
-    samples: usize,
-) -> Result<Vec<f32>> {
-    download(client, Statistic::Mean, input, channels, samples)
+/// [`Error::InvalidParameter`] when `input` has zero samples per channel, [`Error::Device`]
+/// when the device fails.
+pub fn channel_mean(client: &Client, input: &DeviceArray) -> Result<Vec<f32>> {
+    download(client, Statistic::Mean, input)
 }
 
-/// [`channel_mean`] written to the device buffer `output` (`channels` `f32`), not waited for.
+/// [`channel_mean`] written to the device vector `output` (one `f32` per channel), not waited for.
 ///
 /// # Errors
 ///
-/// As [`channel_mean`], and [`Error::Shape`] when `output` holds fewer than `channels` values.
+/// As [`channel_mean`], and [`Error::ShapeMismatch`] when `output` does not hold one value
+/// per channel of `input`.
 pub fn channel_mean_into(
     client: &Client,
-    input: &Handle,
-    output: &Handle,
-    channels: usize,
-    samples: usize,
+    input: &DeviceArray,
+    output: &ChannelVector,
 ) -> Result<()> {
-    launch(client, Statistic::Mean, input, output, channels, samples)
+    launch(client, Statistic::Mean, input, output)
 }
 
 /// The standard deviation of each channel, as `np.std(x, axis=1)` (`ddof=0`: the root of the
@@ -87,28 +80,21 @@ pub fn channel_mean_into(
 /// # Errors
 ///
 /// As [`channel_mean`].
-pub fn channel_std(
-    client: &Client,
-    input: &Handle,
-    channels: usize,
-    samples: usize,
-) -> Result<Vec<f32>> {
-    download(client, Statistic::Std, input, channels, samples)
+pub fn channel_std(client: &Client, input: &DeviceArray) -> Result<Vec<f32>> {
+    download(client, Statistic::Std, input)
 }
 
-/// [`channel_std`] written to the device buffer `output` (`channels` `f32`), not waited for.
+/// [`channel_std`] written to the device vector `output` (one `f32` per channel), not waited for.
 ///
 /// # Errors
 ///
 /// As [`channel_mean_into`].
 pub fn channel_std_into(
     client: &Client,
-    input: &Handle,
-    output: &Handle,
-    channels: usize,
-    samples: usize,
+    input: &DeviceArray,
+    output: &ChannelVector,
 ) -> Result<()> {
-    launch(client, Statistic::Std, input, output, channels, samples)
+    launch(client, Statistic::Std, input, output)
 }
 
 /// The median of each channel, as `np.median(x, axis=1)`, downloaded (waits for the device).
@@ -122,16 +108,11 @@ pub fn channel_std_into(
 /// # Errors
 ///
 /// As [`channel_mean`].
-pub fn channel_median(
-    client: &Client,
-    input: &Handle,
-    channels: usize,
-    samples: usize,
-) -> Result<Vec<f32>> {
-    download(client, Statistic::Median, input, channels, samples)
+pub fn channel_median(client: &Client, input: &DeviceArray) -> Result<Vec<f32>> {
+    download(client, Statistic::Median, input)
 }
 
-/// [`channel_median`] written to the device buffer `output` (`channels` `f32`), not waited
+/// [`channel_median`] written to the device vector `output` (one `f32` per channel), not waited
 /// for.
 ///
 /// # Errors
@@ -139,12 +120,10 @@ pub fn channel_median(
 /// As [`channel_mean_into`].
 pub fn channel_median_into(
     client: &Client,
-    input: &Handle,
-    output: &Handle,
-    channels: usize,
-    samples: usize,
+    input: &DeviceArray,
+    output: &ChannelVector,
 ) -> Result<()> {
-    launch(client, Statistic::Median, input, output, channels, samples)
+    launch(client, Statistic::Median, input, output)
 }
 
 /// The noise level of each channel from its median absolute value:
@@ -160,78 +139,52 @@ pub fn channel_median_into(
 /// # Errors
 ///
 /// As [`channel_mean`].
-pub fn mad_noise(
-    client: &Client,
-    input: &Handle,
-    channels: usize,
-    samples: usize,
-) -> Result<Vec<f32>> {
-    download(client, Statistic::MadNoise, input, channels, samples)
+pub fn mad_noise(client: &Client, input: &DeviceArray) -> Result<Vec<f32>> {
+    download(client, Statistic::MadNoise, input)
 }
 
-/// [`mad_noise`] written to the device buffer `output` (`channels` `f32`), not waited for: a
-/// per-channel threshold buffer for [`PeakDetector`](crate::PeakDetector) without a round trip.
+/// [`mad_noise`] written to the device vector `output` (one `f32` per channel), not waited for: a
+/// per-channel threshold vector for [`PeakDetector`](crate::PeakDetector) without a round trip.
 ///
 /// # Errors
 ///
 /// As [`channel_mean_into`].
-pub fn mad_noise_into(
-    client: &Client,
-    input: &Handle,
-    output: &Handle,
-    channels: usize,
-    samples: usize,
-) -> Result<()> {
-    launch(
-        client,
-        Statistic::MadNoise,
-        input,
-        output,
-        channels,
-        samples,
-    )
+pub fn mad_noise_into(client: &Client, input: &DeviceArray, output: &ChannelVector) -> Result<()> {
+    launch(client, Statistic::MadNoise, input, output)
 }
 
-/// Computes `statistic` into a fresh buffer and downloads it.
-fn download(
-    client: &Client,
-    statistic: Statistic,
-    input: &Handle,
-    channels: usize,
-    samples: usize,
-) -> Result<Vec<f32>> {
-    let output = empty_f32(client, channels);
-    launch(client, statistic, input, &output, channels, samples)?;
-    download_f32(client, &output, channels)
+/// Computes `statistic` into a fresh vector and downloads it.
+fn download(client: &Client, statistic: Statistic, input: &DeviceArray) -> Result<Vec<f32>> {
+    let output = ChannelVector::empty(client, input.channels())?;
+    launch(client, statistic, input, &output)?;
+    output.to_host(client)
 }
 
-/// Checks the buffers and queues the kernels of `statistic`.
+/// Checks the shapes and queues the kernels of `statistic`.
 fn launch(
     client: &Client,
     statistic: Statistic,
-    input: &Handle,
-    output: &Handle,
-    channels: usize,
-    samples: usize,
+    input: &DeviceArray,
+    output: &ChannelVector,
 ) -> Result<()> {
-    let values = checked_values(statistic.name(), channels, samples)?;
+    let (channels, samples) = (input.channels(), input.samples());
     if samples == 0 {
         return Err(Error::InvalidParameter {
             what: statistic.name(),
             reason: "a channel needs at least one sample (got 0)".into(),
         });
     }
+    output.expect_channels(statistic.name(), channels)?;
     if channels == 0 {
         return Ok(());
     }
-    // Every kernel below bounds its indices by the lengths passed; these checks make those
-    // lengths true of the buffers.
-    check_buffer("input buffer", input, values * 4)?;
-    check_buffer("output buffer", output, channels * 4)?;
+    // Every kernel below bounds its indices by the lengths passed, which the typed arrays
+    // make true of the buffers.
+    let (input, output) = (input.handle(), output.handle());
     match statistic {
         Statistic::Mean => tree_sum(client, input, None, output, channels, samples),
         Statistic::Std => {
-            let mean = empty_f32(client, channels);
+            let mean = alloc::<f32>(client, channels);
             tree_sum(client, input, None, &mean, channels, samples);
             tree_sum(client, input, Some(&mean), output, channels, samples);
         }
@@ -263,7 +216,7 @@ fn tree_sum(
         let target = if last {
             output.clone()
         } else {
-            empty_f32(client, units)
+            alloc::<f32>(client, units)
         };
         let finish = match (last, center.is_some()) {
             (false, _) => Finish::Sum,
@@ -274,7 +227,7 @@ fn tree_sum(
             Some(center) if centered => (center.clone(), channels),
             _ => (source.clone(), 1),
         };
-        // SAFETY: `source` holds `channels * len` values (checked by `launch` for the window,
+        // SAFETY: `source` holds `channels * len` values (a typed array for the window,
         // allocated so for the levels), `center` `center_len` values and `target` `units`
         // values; the kernel reads `center` only when `centered`, bounds its unit index by
         // `units` and reads `source` within each unit's row.
@@ -322,8 +275,8 @@ fn median(
         .clamp(1, MEDIAN_UNITS);
     let units = 1u32 << allowed.ilog2();
     let divisor = if mad { MAD_TO_SIGMA } else { 1.0 };
-    // SAFETY: `input` holds `channels * samples` values and `output` `channels` (checked by
-    // `launch`); cube `c` reads only row `c` of `input`, and cubes past `channels` do nothing.
+    // SAFETY: `input` holds `channels * samples` values and `output` `channels` (typed
+    // arrays, see `launch`); cube `c` reads only row `c` of `input`, and cubes past `channels` do nothing.
     unsafe {
         kernel::channel_median::launch_unchecked(
             client,

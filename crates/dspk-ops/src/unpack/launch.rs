@@ -5,17 +5,14 @@ use cubecl::server::Handle;
 use dspk_core::SampleFormat;
 
 use super::kernel;
-use crate::launch::{CUBE_DIM, check_buffer, checked_values, cube_count};
-use crate::{Error, Result};
+use crate::launch::{CUBE_DIM, cube_count};
+use crate::{ChannelVector, DeviceArray, Result, StoredArray};
 
 /// Unpacks and scales a window of stored values on the device:
 /// `out[c * samples + s] = stored[c * samples + s] * gains[c] + offsets[c]`, in `f32`.
 ///
-/// `stored` holds `channels * samples` little-endian values of `format` (for 16-bit formats
-/// padded with zeros to a multiple of 4 bytes); `gains` and `offsets` hold `channels` `f32`
-/// values; `out` holds at least `channels * samples` `f32` values, of which exactly the first
-/// `channels * samples` are written. [`SampleFormat::U16`] values are unsigned (offset-binary
-/// data is described by its offset).
+/// `stored` and `out` have the same shape; `gains` and `offsets` one value per channel.
+/// [`SampleFormat::U16`] values are unsigned (offset-binary data is described by its offset).
 ///
 /// Results equal the `f64` product `stored * gain + offset` rounded to `f32`, within one
 /// rounding of each `f32` operation (the runtime may fuse the multiply-add); `i32` values of
@@ -25,41 +22,38 @@ use crate::{Error, Result};
 ///
 /// # Errors
 ///
-/// [`Error::OverLimit`] when `channels * samples` exceeds `u32::MAX` values,
-/// [`Error::Shape`] when a buffer is smaller than the window needs,
-/// [`Error::UnsupportedFormat`] for a format without a kernel.
-#[allow(clippy::too_many_arguments)]
+/// [`Error::ShapeMismatch`](crate::Error::ShapeMismatch) when `out`'s shape differs from `stored`'s, or `gains` or
+/// `offsets` do not hold one value per channel.
 pub fn unpack_scaled(
     client: &Client,
-    stored: &Handle,
-    format: SampleFormat,
-    gains: &Handle,
-    offsets: &Handle,
-    out: &Handle,
-    channels: usize,
-    samples: usize,
+    stored: &StoredArray,
+    gains: &ChannelVector,
+    offsets: &ChannelVector,
+    out: &DeviceArray,
 ) -> Result<()> {
-    let values = checked_values("unpack", channels, samples)?;
+    out.expect_shape("unpack: output", stored.shape())?;
+    let (channels, samples) = (out.channels(), out.samples());
+    gains.expect_channels("unpack: gains", channels)?;
+    offsets.expect_channels("unpack: offsets", channels)?;
+    let values = out.len();
     if values == 0 {
         return Ok(());
     }
-    let stored_bytes = match format {
-        SampleFormat::I16 | SampleFormat::U16 => values.div_ceil(2) * 4,
-        SampleFormat::I32 | SampleFormat::F32 => values * 4,
-        other => return Err(Error::UnsupportedFormat(other)),
-    };
-    // The kernels bound their indices by the lengths given below; these checks make those
-    // lengths true of the buffers, so no launch reads or writes past a buffer.
-    check_buffer("stored buffer", stored, stored_bytes)?;
-    check_buffer("gains buffer", gains, channels * 4)?;
-    check_buffer("offsets buffer", offsets, channels * 4)?;
-    check_buffer("output buffer", out, values * 4)?;
+    let format = stored.format();
+    // The kernels bound their indices by the lengths given below, which the typed arrays make
+    // true of the buffers (a stored array holds whole words for its format).
+    let (stored, gains, offsets, out) = (
+        stored.handle(),
+        gains.handle(),
+        offsets.handle(),
+        out.handle(),
+    );
     let samples = samples as u32; // <= values <= u32::MAX
     let buffers = [stored, gains, offsets, out];
     match format {
         SampleFormat::I16 | SampleFormat::U16 => {
             let words = values.div_ceil(2);
-            // SAFETY: the buffers hold the lengths passed (checked above); the kernel bounds
+            // SAFETY: the buffers hold the lengths passed (typed arrays); the kernel bounds
             // its unit index by them.
             unsafe {
                 kernel::unpack_16::launch_unchecked(
@@ -77,6 +71,7 @@ pub fn unpack_scaled(
             }
         }
         SampleFormat::I32 => launch_scale_32::<i32>(client, buffers, channels, values, samples),
+        // A stored array holds only formats with a kernel: the rest is f32.
         _ => launch_scale_32::<f32>(client, buffers, channels, values, samples),
     }
     Ok(())
@@ -91,7 +86,7 @@ fn launch_scale_32<T: Numeric>(
     values: usize,
     samples: u32,
 ) {
-    // SAFETY: the buffers hold the lengths passed (checked by `unpack_scaled`); the kernel
+    // SAFETY: the buffers hold the lengths passed (typed arrays, see `unpack_scaled`); the kernel
     // bounds its unit index by them.
     unsafe {
         kernel::scale_32::launch_unchecked::<T>(

@@ -6,9 +6,9 @@ use cubecl::prelude::*;
 use cubecl::server::Handle;
 
 use super::kernel;
-use crate::buffers::{download_f32, empty_f32, upload_u32};
-use crate::launch::{CUBE_DIM, check_buffer, checked_values, cube_count};
-use crate::{Error, Result};
+use crate::array::{alloc, download, upload};
+use crate::launch::{CUBE_DIM, cube_count};
+use crate::{DeviceArray, DeviceWindow, Error, Result, Shape};
 
 /// Rows and columns of the block of products one unit accumulates (each loaded value serves
 /// this many multiply-adds).
@@ -69,20 +69,21 @@ impl CovarianceAccumulator {
             });
         }
         let dim = channels + 1;
-        checked_values("covariance matrix", dim, dim)?;
+        Shape::new(dim, dim).values("covariance matrix")?;
         let blocks = dim.div_ceil(TILE); // below 2^16: dim * dim fits in u32
         let pairs: Vec<u32> = (0..blocks)
             .flat_map(|i| (i..blocks).map(move |j| ((i << 16) | j) as u32))
             .collect();
         let tiles = pairs.len();
         let splits = (MAX_PARTIALS / (tiles * TILE * TILE)).clamp(1, MAX_SPLITS);
-        let partial_count = checked_values("covariance partial sums", tiles * TILE * TILE, splits)?;
+        let partial_count =
+            Shape::new(tiles * TILE * TILE, splits).values("covariance partial sums")?;
         Ok(Self {
             channels,
             splits,
-            pairs: upload_u32(client, &pairs),
+            pairs: upload(client, &pairs),
             tiles,
-            partials: empty_f32(client, partial_count),
+            partials: alloc::<f32>(client, partial_count),
             levels: Vec::new(),
             spare: Vec::new(),
             samples: 0,
@@ -101,9 +102,9 @@ impl CovarianceAccumulator {
         self.samples
     }
 
-    /// Adds the samples `owned` of a `[channels, samples]` `f32` window (channel-major) on the
-    /// device: queued, nothing read back. Pass the window's owned range to leave its halos out,
-    /// `0..samples` for all of it. An empty range adds nothing.
+    /// Adds the samples `owned` (indices into its rows) of a `[channels, samples]` `f32`
+    /// array on the device: queued, nothing read back. `0..samples` adds all of it; an empty
+    /// range adds nothing. [`add_window`](Self::add_window) adds a window's owned samples.
     ///
     /// Each window's products are summed in `f32`, every `s`-th sample by one unit (`s` up to
     /// 256, at least 16 samples per unit) and then the `s` partial sums in order, so a window
@@ -115,40 +116,38 @@ impl CovarianceAccumulator {
     /// # Errors
     ///
     /// [`Error::InvalidParameter`] when `owned` is not within `0..samples`,
-    /// [`Error::OverLimit`] when `channels * samples` exceeds `u32::MAX`,
-    /// [`Error::Shape`] when `window` is smaller than `channels * samples` values.
+    /// [`Error::ShapeMismatch`] when `window` does not have the accumulator's channels.
     pub fn add(
         &mut self,
         client: &Client,
-        window: &Handle,
-        samples: usize,
+        window: &DeviceArray,
         owned: Range<usize>,
     ) -> Result<()> {
+        let samples = window.samples();
         if owned.start > owned.end || owned.end > samples {
             return Err(Error::InvalidParameter {
                 what: "covariance: owned range",
                 reason: format!("{owned:?} is not within the window's 0..{samples}"),
             });
         }
-        let values = checked_values("covariance window", self.channels, samples)?;
+        window.expect_shape("covariance: window", Shape::new(self.channels, samples))?;
+        let values = window.len();
         if owned.is_empty() {
             return Ok(());
         }
-        // The kernel reads rows below `channels` at samples in `owned`, within `samples`
-        // (checked above); this makes `channels * samples` values true of the buffer.
-        check_buffer("covariance window", window, values * 4)?;
+        let window = window.handle();
         let dim = self.channels + 1;
         let carry = match self.spare.pop() {
             Some(handle) => handle,
-            None => empty_f32(client, dim * dim),
+            None => alloc::<f32>(client, dim * dim),
         };
         let splits = self.splits.min(owned.len().div_ceil(MIN_SAMPLES_PER_UNIT));
         let block = TILE * TILE;
         let products = self.tiles * splits;
         let folds = self.tiles * block;
         let partial_count = folds * splits;
-        // All below the sizes checked by `new` and `checked_values` above, so in u32.
-        // SAFETY: `window` holds `channels * samples` values (checked above) and each unit reads
+        // All below the sizes checked by `new` and the typed window, so in u32.
+        // SAFETY: `window` holds `channels * samples` values (a typed array) and each unit reads
         // rows clamped below `channels` at samples below `owned.end <= samples`; `pairs` holds
         // `tiles` blocks within `dim`, and each unit below `products` writes only its own
         // elements of `partials`, sized by `new` for `self.splits >= splits`.
@@ -205,6 +204,16 @@ impl CovarianceAccumulator {
         }
         self.samples += owned.len() as u64;
         Ok(())
+    }
+
+    /// Adds the samples `window` owns ([`add`](Self::add) over its owned range): over a
+    /// recording's windows, every sample once.
+    ///
+    /// # Errors
+    ///
+    /// As [`add`](Self::add).
+    pub fn add_window(&mut self, client: &Client, window: &DeviceWindow) -> Result<()> {
+        self.add(client, window.array(), window.owned_local())
     }
 
     /// The second moment `X X^T / n` over every sample added, `channels x channels` row-major,
@@ -270,7 +279,7 @@ impl CovarianceAccumulator {
         for level in self.levels.iter().flatten() {
             for (sum, value) in total
                 .iter_mut()
-                .zip(download_f32(client, level, dim * dim)?)
+                .zip(download::<f32>(client, level, dim * dim)?)
             {
                 *sum += f64::from(value);
             }

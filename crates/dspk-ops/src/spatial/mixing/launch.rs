@@ -4,9 +4,9 @@ use cubecl::prelude::*;
 use cubecl::server::Handle;
 
 use super::kernel;
-use crate::buffers::{upload_f32, upload_u32};
-use crate::launch::{check_buffer, checked_values, cube_count_for};
-use crate::{Error, Result, Stage};
+use crate::array::upload;
+use crate::launch::cube_count_for;
+use crate::{DeviceArray, Error, Result, Shape, Stage};
 
 /// Output channels per unit of the dense kernel (each loaded input value serves this many).
 const DENSE_ROWS: usize = 8;
@@ -48,7 +48,7 @@ impl ChannelMixing {
     /// [`Error::InvalidParameter`] for zero channels or a weight that is not finite in `f32`,
     /// [`Error::OverLimit`] when the matrix exceeds `u32::MAX` values.
     pub fn from_dense(client: &Client, matrix: &[f64], channels: usize) -> Result<Self> {
-        let len = checked_values("mixing matrix", channels, channels)?;
+        let len = Shape::new(channels, channels).values("mixing matrix")?;
         if channels == 0 {
             return Err(zero_channels());
         }
@@ -64,7 +64,7 @@ impl ChannelMixing {
         Ok(Self {
             channels,
             taps: channels,
-            weights: upload_f32(client, &weights),
+            weights: upload(client, &weights),
             indices: None,
         })
     }
@@ -107,7 +107,7 @@ impl ChannelMixing {
             });
         }
         let taps = indices.len() / channels;
-        checked_values("mixing matrix", channels, taps)?;
+        Shape::new(channels, taps).values("mixing matrix")?;
         if taps == 0 {
             return Err(Error::InvalidParameter {
                 what: "channel mixing: taps",
@@ -133,13 +133,13 @@ impl ChannelMixing {
             return Self::from_dense(client, &dense, channels);
         }
         let weights = finite_f32(weights)?;
-        // Every index is below `channels`, which fits in u32 (checked_values above).
+        // Every index is below `channels`, which fits in u32 (the mixing matrix check above).
         let indices: Vec<u32> = indices.iter().map(|&i| i as u32).collect();
         Ok(Self {
             channels,
             taps,
-            weights: upload_f32(client, &weights),
-            indices: Some(upload_u32(client, &indices)),
+            weights: upload(client, &weights),
+            indices: Some(upload(client, &indices)),
         })
     }
 
@@ -192,8 +192,7 @@ fn finite_f32(values: &[f64]) -> Result<Vec<f32>> {
 /// `out[c, t] = sum_k weights[c, k] * x[indices[c, k], t]`, i.e. `W @ x` with numpy for the
 /// dense matrix `W` that `mixing` holds.
 ///
-/// `input` and `output` are distinct buffers of at least `channels * samples` `f32`; exactly the
-/// first `channels * samples` of `output` are written.
+/// `input` and `output` have the same shape and distinct buffers.
 ///
 /// Precision: each output is a sum of `taps` `f32` products in input order, within
 /// `taps * 2^-24 * sum_k |w[c, k] * x[k, t]|` of the exact value (typically a few roundings;
@@ -205,48 +204,37 @@ fn finite_f32(values: &[f64]) -> Result<Vec<f32>> {
 ///
 /// # Errors
 ///
-/// [`Error::Shape`] when `channels` differs from the mixing matrix's or a buffer is smaller
-/// than the window, [`Error::OverLimit`] when `channels * samples` exceeds `u32::MAX`.
+/// [`Error::ShapeMismatch`] when `input` does not have the matrix's channels or `output`'s
+/// shape differs from `input`'s.
 pub fn mix_channels(
     client: &Client,
-    input: &Handle,
-    output: &Handle,
-    channels: usize,
-    samples: usize,
+    input: &DeviceArray,
+    output: &DeviceArray,
     mixing: &ChannelMixing,
 ) -> Result<()> {
-    if channels != mixing.channels {
-        return Err(Error::Shape {
-            what: "channels of a window to mix",
-            expected: mixing.channels,
-            actual: channels,
-            unit: "channels",
-        });
-    }
-    let values = checked_values("channel mixing", channels, samples)?;
+    input.expect_shape(
+        "channel mixing: input",
+        Shape::new(mixing.channels, input.samples()),
+    )?;
+    output.expect_shape("channel mixing: output", input.shape())?;
+    let (values, channels, samples) = (input.len(), input.channels(), input.samples());
     if values == 0 {
         return Ok(());
     }
     // The kernels bound their unit index by `units` and clamp sample indices below `samples`;
-    // these checks make `channels * samples` values true of both buffers, and the matrix's
-    // buffers were sized and its indices checked when it was made.
-    check_buffer("channel mixing input", input, values * 4)?;
-    check_buffer("channel mixing output", output, values * 4)?;
-    check_buffer(
-        "channel mixing weights",
-        &mixing.weights,
-        channels * mixing.taps * 4,
-    )?;
+    // both arrays hold `channels * samples` values, and the matrix's buffers were sized and
+    // its indices checked when it was made.
+    let (input, output) = (input.handle(), output.handle());
     let stride = samples.div_ceil(SPAN);
     let dim = CubeDim::new_1d((LANES * SLOTS) as u32);
     // Unit counts exceed `values` by less than a cube per row group and sample block; the
     // check below keeps them in u32 with the sizes.
-    checked_values("channel mixing units", mixing_units(channels, stride), 1)?;
+    Shape::new(mixing_units(channels, stride), 1).values("channel mixing units")?;
     let (samples32, stride32) = (samples as u32, stride as u32);
     match &mixing.indices {
         None => {
             let units = mixing_units(channels.div_ceil(DENSE_ROWS), stride);
-            // SAFETY: the buffers hold the lengths passed (checked above); each unit with index
+            // SAFETY: the buffers hold the lengths passed (typed arrays, and the matrix's own); each unit with index
             // below `units` reads rows and input channels below `channels` and samples clamped
             // below `samples`, and writes only rows below `channels`, samples below `samples`.
             unsafe {
@@ -270,7 +258,6 @@ pub fn mix_channels(
         }
         Some(indices) => {
             let taps = channels * mixing.taps;
-            check_buffer("channel mixing indices", indices, taps * 4)?;
             let units = mixing_units(channels, stride);
             // SAFETY: as above; every stored index is below `channels` (checked when the matrix
             // was made), so `indices[c * taps + k] * samples + t` stays inside the input.
@@ -328,14 +315,7 @@ impl Stage for Whitening {
         0
     }
 
-    fn apply(
-        &mut self,
-        client: &Client,
-        input: &Handle,
-        output: &Handle,
-        channels: usize,
-        samples: usize,
-    ) -> Result<()> {
-        mix_channels(client, input, output, channels, samples, &self.mixing)
+    fn apply(&mut self, client: &Client, input: &DeviceArray, output: &DeviceArray) -> Result<()> {
+        mix_channels(client, input, output, &self.mixing)
     }
 }

@@ -1,11 +1,10 @@
 //! Host side of the common reference: checks, sizes and launches; the pipeline stage.
 
 use cubecl::prelude::*;
-use cubecl::server::Handle;
 
 use super::kernel;
-use crate::launch::{CUBE_DIM, check_buffer, checked_values, cube_count};
-use crate::{Result, Stage};
+use crate::launch::{CUBE_DIM, cube_count};
+use crate::{DeviceArray, Result, Stage};
 
 /// What a common reference subtracts from each sample.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -21,8 +20,7 @@ pub enum Reference {
 /// `out = x - numpy.median(x, axis=0)` ([`Reference::Median`], the mean of the two middle
 /// values for an even channel count), for a `[channels, samples]` `f32` window, channel-major.
 ///
-/// `input` and `output` are distinct buffers of at least `channels * samples` `f32`; exactly the
-/// first `channels * samples` of `output` are written.
+/// `input` and `output` have the same shape and distinct buffers.
 ///
 /// Precision: the mean is summed in `f32` in blocks of 16 channels; its error is typically a
 /// few `f32` roundings of the column's mean magnitude `mean(|x[:, t]|)` and at most
@@ -38,33 +36,28 @@ pub enum Reference {
 ///
 /// # Errors
 ///
-/// [`Error::OverLimit`](crate::Error::OverLimit) when `channels * samples` exceeds `u32::MAX`,
-/// [`Error::Shape`](crate::Error::Shape) when a buffer is smaller than the window.
+/// [`Error::ShapeMismatch`](crate::Error::ShapeMismatch) when `output`'s shape differs from
+/// `input`'s.
 pub fn common_reference(
     client: &Client,
-    input: &Handle,
-    output: &Handle,
-    channels: usize,
-    samples: usize,
+    input: &DeviceArray,
+    output: &DeviceArray,
     reference: Reference,
 ) -> Result<()> {
-    let values = checked_values("common reference", channels, samples)?;
+    output.expect_shape("common reference: output", input.shape())?;
+    let (values, channels, samples) = (input.len(), input.channels(), input.samples());
     if values == 0 {
         return Ok(());
     }
-    // The kernels bound their indices by `samples` and `channels`; these checks make
-    // `channels * samples` values true of both buffers.
-    check_buffer("common reference input", input, values * 4)?;
-    check_buffer("common reference output", output, values * 4)?;
-    // Both fit in u32: their product does (checked_values) and neither is zero.
+    // Both fit in u32: their product does (a typed array) and neither is zero.
     let (channels32, samples32) = (channels as u32, samples as u32);
     let count = cube_count(samples);
     let dim = CubeDim::new_1d(CUBE_DIM);
-    // SAFETY: both buffers hold `channels * samples` values (checked above); each unit reads and
+    // SAFETY: both buffers hold `channels * samples` values (typed arrays); each unit reads and
     // writes `c * samples + t` with `t < samples` and `c < channels` only.
     unsafe {
-        let input = BufferArg::from_raw_parts(input.clone(), values);
-        let output = BufferArg::from_raw_parts(output.clone(), values);
+        let input = BufferArg::from_raw_parts(input.handle().clone(), values);
+        let output = BufferArg::from_raw_parts(output.handle().clone(), values);
         match reference {
             Reference::Mean => kernel::subtract_mean::launch_unchecked(
                 client, count, dim, input, output, channels32, samples32,
@@ -105,14 +98,7 @@ impl Stage for CommonReference {
         0
     }
 
-    fn apply(
-        &mut self,
-        client: &Client,
-        input: &Handle,
-        output: &Handle,
-        channels: usize,
-        samples: usize,
-    ) -> Result<()> {
-        common_reference(client, input, output, channels, samples, self.reference)
+    fn apply(&mut self, client: &Client, input: &DeviceArray, output: &DeviceArray) -> Result<()> {
+        common_reference(client, input, output, self.reference)
     }
 }

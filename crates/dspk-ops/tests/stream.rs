@@ -1,0 +1,183 @@
+//! The streaming path (`WindowStream`) against the hand-written loop it replaces, and peaks in
+//! recording samples over several window sizes against the whole recording at once.
+
+use std::sync::Arc;
+
+use cubecl::client::Client;
+use dspk_core::test_util::for_each_runtime;
+use dspk_core::{
+    ChunkSchedule, RecordingSource, SampleRate, ScaledOnly, SyntheticRecording, WindowLoader,
+};
+use dspk_ops::design::{Band, butter};
+use dspk_ops::{
+    ChannelVector, CommonReference, GaussianFilter, Height, Peak, PeakDetector, PeakOptions,
+    Pipeline, PipelineWorkspace, Polarity, Reference, SosFilter, StreamOptions, WindowStream,
+};
+
+const WINDOW: u64 = 4_000;
+
+fn pipeline() -> Pipeline {
+    let highpass = butter(3, Band::Highpass(300.0), 30_000.0).unwrap();
+    Pipeline::new()
+        .with(CommonReference::new(Reference::Mean))
+        .with(SosFilter::zero_phase(&highpass).unwrap())
+}
+
+/// Each window's read range and output bits, from the loop every example used to write:
+/// loader -> workspace upload (stored when the source has stored values) -> pipeline.
+fn by_hand<S: RecordingSource + 'static>(
+    client: &Client,
+    source: Arc<S>,
+) -> Vec<(std::ops::Range<u64>, Vec<u32>)> {
+    let info = source.info().clone();
+    let pipeline = pipeline();
+    let halo = pipeline.settling() as u64;
+    let schedule = ChunkSchedule::symmetric(info.num_samples, WINDOW, halo).unwrap();
+    let channels = info.num_channels();
+    let max = schedule.max_read_len() as usize;
+    let mut workspace = PipelineWorkspace::new(client, channels, max).unwrap();
+    workspace.set_pipeline(pipeline).unwrap();
+    let bits = |array: dspk_ops::DeviceArray| -> Vec<u32> {
+        let values = array.to_host(client).unwrap();
+        values.into_iter().map(f32::to_bits).collect()
+    };
+    let mut out = Vec::new();
+    if source.can_read_stored() {
+        let gains: Vec<f64> = info.channels.iter().map(|c| c.gain).collect();
+        let offsets: Vec<f64> = info.channels.iter().map(|c| c.offset).collect();
+        workspace.set_stored_scaling(&gains, &offsets).unwrap();
+        for loaded in WindowLoader::stored(source, info.all_channels(), schedule).unwrap() {
+            let loaded = loaded.unwrap();
+            let window = loaded.window().clone();
+            let array = workspace
+                .process_stored(loaded.into_upload(), info.stored_format, window.read_len())
+                .unwrap();
+            out.push((window.read(), bits(array)));
+        }
+    } else {
+        for loaded in WindowLoader::scaled(source, info.all_channels(), schedule).unwrap() {
+            let loaded = loaded.unwrap();
+            let window = loaded.window().clone();
+            let array = workspace
+                .process_scaled(loaded.into_upload(), window.read_len())
+                .unwrap();
+            out.push((window.read(), bits(array)));
+        }
+    }
+    out
+}
+
+/// The same through `WindowStream`, checking it allocates no device memory after the first
+/// window and takes the stored path exactly when the source has stored values.
+fn streamed<S: RecordingSource + 'static>(
+    client: &Client,
+    source: Arc<S>,
+) -> Vec<(std::ops::Range<u64>, Vec<u32>)> {
+    let stored = source.can_read_stored();
+    let options = StreamOptions {
+        window: WINDOW,
+        ..StreamOptions::default()
+    };
+    let mut stream = WindowStream::new(client, source, pipeline(), &options).unwrap();
+    assert_eq!(stream.uploads_stored(), stored);
+    let mut out = Vec::new();
+    let mut allocations = None;
+    while let Some(window) = stream.next_window() {
+        let window = window.unwrap();
+        let values = window.array().to_host(client).unwrap();
+        out.push((
+            window.window().read(),
+            values.into_iter().map(f32::to_bits).collect(),
+        ));
+        let now = stream.workspace().device_allocations();
+        assert_eq!(
+            *allocations.get_or_insert(now),
+            now,
+            "device memory per window"
+        );
+    }
+    assert_eq!(out.len(), stream.schedule().len());
+    out
+}
+
+/// Guards: the streaming path must give, bit for bit, what the hand-written loop gave, on the
+/// stored path (int16 uploaded and unpacked on the device) and the scaled one.
+#[test]
+fn stream_equals_the_hand_written_loop_stored_and_scaled() {
+    for_each_runtime(|target, client| {
+        let rate = SampleRate::from_hz(30_000).unwrap();
+        let source = Arc::new(SyntheticRecording::new(6, 17_011, rate, 9).unwrap());
+        let expected = by_hand(client, source.clone());
+        assert_eq!(expected.len(), 5);
+        assert_eq!(
+            streamed(client, source.clone()),
+            expected,
+            "{target}: int16"
+        );
+        let hidden = Arc::new(ScaledOnly(
+            SyntheticRecording::new(6, 17_011, rate, 9).unwrap(),
+        ));
+        let expected = by_hand(client, hidden.clone());
+        assert_eq!(streamed(client, hidden), expected, "{target}: scaled only");
+    });
+}
+
+/// Peaks of every window of `window` samples, in recording samples.
+fn peaks_in_windows(
+    client: &Client,
+    source: Arc<SyntheticRecording>,
+    window: u64,
+    options: &PeakOptions,
+    extra_halo: u64,
+) -> Vec<Peak> {
+    let pipeline = Pipeline::new()
+        .with(CommonReference::new(Reference::Mean))
+        .with(GaussianFilter::new(1.5, 4.0).unwrap());
+    let stream_options = StreamOptions {
+        window,
+        extra_halo,
+        ..StreamOptions::default()
+    };
+    let mut stream = WindowStream::new(client, source, pipeline, &stream_options).unwrap();
+    let mut detector = PeakDetector::new(client, 60_000).unwrap();
+    let mut peaks = Vec::new();
+    while let Some(processed) = stream.next_window() {
+        detector
+            .detect_window(client, processed.unwrap(), options)
+            .unwrap();
+        peaks.extend(detector.peaks(client).unwrap());
+    }
+    peaks.sort_by_key(|p| (p.channel, p.sample));
+    peaks
+}
+
+/// Guards: peaks reported in recording samples (the window's start added once, only owned
+/// samples reported) equal the whole recording's, whatever the window size.
+#[test]
+fn peaks_in_recording_samples_do_not_depend_on_the_window_size() {
+    for_each_runtime(|target, client| {
+        let samples = 100_003;
+        let rate = SampleRate::from_hz(30_000).unwrap();
+        let source = Arc::new(SyntheticRecording::new(4, samples, rate, 3).unwrap());
+        let distance = 12;
+        let options = PeakOptions {
+            polarity: Polarity::Negative,
+            height: Height::PerChannel {
+                thresholds: ChannelVector::from_host(client, &[150.0, 160.0, 170.0, 180.0])
+                    .unwrap(),
+                scale: 1.0,
+            },
+            distance,
+        };
+        // Halo: distance plus the longest run of equal neighbours (smoothed data has none
+        // longer than a few samples).
+        let extra = distance as u64 + 8;
+        let whole = peaks_in_windows(client, source.clone(), samples, &options, extra);
+        assert!(whole.len() > 300, "{target}: {} peaks", whole.len());
+        assert!(whole.iter().any(|p| p.sample > u64::from(u16::MAX)));
+        for window in [7_919, 30_000, 60_000] {
+            let chunked = peaks_in_windows(client, source.clone(), window, &options, extra);
+            assert_eq!(chunked, whole, "{target}: windows of {window}");
+        }
+    });
+}
