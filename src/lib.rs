@@ -2,10 +2,9 @@
 //! sizes and rates (and the byte counts behind them), command-line flags, a stream driven with
 //! a progress bar, error reports as a command-line tool prints them, the checks an example
 //! makes before it allocates what it was asked for, local whitening fitted over a stream
-//! ([`whitening`]), and spikes detected on a stream and scored against known spikes
-//! ([`events`]). (The library crates never print;
-//! examples do. The synthetic recording with known spikes that the `detect` example uses is
-//! `dspk::synapse::groundtruth::GroundTruthRecording`.)
+//! ([`whitening`]), spikes detected on a stream and scored against known spikes ([`events`]),
+//! and the synthetic recording with known spikes held in memory ([`synthetic`]). (The library
+//! crates never print; examples do.)
 
 // One function sets an environment variable, which Rust 2024 marks unsafe; it is an
 // `unsafe fn` whose callers promise no other thread runs yet.
@@ -22,6 +21,7 @@ use dspk::ops::{DeviceWindow, WindowStream};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 pub mod events;
+pub mod synthetic;
 pub mod whitening;
 
 /// A progress bar over `len` steps counted in `unit` (e.g. `"windows"`), drawn on stderr, or
