@@ -583,6 +583,7 @@ fn nwb_zarr_missing_chunks_are_errors() {
     let mut bytes = vec![1u8; 2 * 100];
     recording.read_stored(&[1], 200..300, &mut bytes).unwrap();
     assert!(bytes.iter().all(|&b| b == 0));
+    std::fs::remove_dir_all(store.parent().unwrap()).unwrap();
 }
 
 /// A `data` shape larger than the chunks written is refused at open (it read trailing zeros
@@ -597,6 +598,7 @@ fn nwb_zarr_shapes_larger_than_the_store_are_refused() {
             if key == "acquisition/ElectricalSeries/data/1.0"),
         "{error}"
     );
+    std::fs::remove_dir_all(store.parent().unwrap()).unwrap();
     let store = zarr_copy(
         "absurd_shape",
         Some(serde_json::json!([9_000_000_000_000_000_000u64, 4])),
@@ -613,4 +615,5 @@ fn nwb_zarr_shapes_larger_than_the_store_are_refused() {
             "{error}"
         );
     }
+    std::fs::remove_dir_all(store.parent().unwrap()).unwrap();
 }
