@@ -114,6 +114,28 @@ fn check_referenced(
     }
 }
 
+/// Checks one output column of the median reference against numpy's `x - np.median(x)` in f64
+/// where the column holds infinities (and no NaN): a finite expected value within `CMR_REL`, an
+/// infinite one exactly, a NaN one (`inf - inf`) as NaN.
+fn check_median_with_infinities(what: &str, t: usize, out: &[f32], col: &[f64]) {
+    let level = median(col.to_vec());
+    for (c, (&a, &value)) in out.iter().zip(col).enumerate() {
+        let (a, expected) = (f64::from(a), value - level);
+        let ok = if expected.is_nan() {
+            a.is_nan()
+        } else if expected.is_infinite() {
+            a == expected
+        } else {
+            (a - expected).abs() <= CMR_REL * (level.abs() + value.abs()) + 1e-30
+        };
+        assert!(
+            ok,
+            "{what}: sample {t} channel {c}: actual {a}, expected {expected} \
+             (x {value} minus median {level})"
+        );
+    }
+}
+
 /// Mean: summed in f32 in blocks of 16 channels; relative to the column's mean magnitude.
 const CAR_REL: f64 = 1e-5;
 /// Median: exact selection; halving and adding the middle pair, then one subtraction.
@@ -212,6 +234,9 @@ fn common_reference_propagates_nan_and_infinity_per_sample() {
             x[(channels - 1) * samples + 2] = f32::NAN; // last channel, sample 2
             x[5] = f32::NAN; // first channel, sample 5
             x[(channels / 2) * samples + 7] = f32::INFINITY;
+            // Sample 9: -inf on the first channel, inf on the last (one channel: inf alone).
+            x[9] = f32::NEG_INFINITY;
+            x[(channels - 1) * samples + 9] = f32::INFINITY;
             for reference in [Reference::Mean, Reference::Median] {
                 let actual = run_reference(client, &x, channels, samples, reference);
                 let what = format!("{target} {reference:?} {channels} channels");
@@ -224,11 +249,18 @@ fn common_reference_propagates_nan_and_infinity_per_sample() {
                             "{what}: sample {t} holds a NaN but gives {out:?}"
                         );
                     } else if col.iter().any(|v| v.is_infinite()) {
-                        // numpy: finite channels minus an infinite level, or inf - inf = NaN.
-                        assert!(
-                            out.iter().all(|v| !v.is_finite()) || reference == Reference::Median,
-                            "{what}: sample {t} holds an infinity but gives {out:?}"
-                        );
+                        match reference {
+                            // numpy: finite channels minus an infinite level, or inf - inf = NaN.
+                            Reference::Mean => assert!(
+                                out.iter().all(|v| !v.is_finite()),
+                                "{what}: sample {t} holds an infinity but gives {out:?}"
+                            ),
+                            // numpy: `x - np.median(x, axis=0)`. The median of a column with
+                            // infinities is finite unless an infinity is a middle value (or
+                            // -inf and inf are the middle pair: NaN); finite channels then stay
+                            // finite and an infinite channel stays that infinity.
+                            Reference::Median => check_median_with_infinities(&what, t, &out, &col),
+                        }
                     } else {
                         assert!(
                             out.iter().all(|v| v.is_finite()),
