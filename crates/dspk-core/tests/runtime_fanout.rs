@@ -81,6 +81,8 @@ fn dspk_runtime_is_read_from_the_environment() {
             Err(Error::UnknownRuntime { name, .. }) => format!("unknown {name}"),
             Err(other) => format!("other {other}"),
         };
+        // The parent reads this line: it proves the child ran this check (and not zero tests).
+        println!("child outcome: {outcome}");
         assert_eq!(outcome, expected);
         return;
     }
@@ -94,13 +96,10 @@ fn dspk_runtime_is_read_from_the_environment() {
         cases.push((target.name().to_string(), expected));
     }
     let exe = std::env::current_exe().expect("test binary path");
+    let name = "dspk_runtime_is_read_from_the_environment";
     for (value, expected) in cases {
         let output = std::process::Command::new(&exe)
-            .args([
-                "--exact",
-                "dspk_runtime_is_read_from_the_environment",
-                "--nocapture",
-            ])
+            .args(["--exact", name, "--nocapture", "--test-threads=1"])
             .env("DSPK_RUNTIME", &value)
             .env("DSPK_FANOUT_CHILD_EXPECTS", &expected)
             .output()
@@ -110,5 +109,17 @@ fn dspk_runtime_is_read_from_the_environment() {
             "DSPK_RUNTIME={value}: expected `{expected}`:\n{}",
             String::from_utf8_lossy(&output.stderr)
         );
+        // A filter that matches no test also succeeds: the child must have run this one test.
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        for line in [
+            format!("child outcome: {expected}"),
+            format!("test {name} ... "),
+            "test result: ok. 1 passed".to_string(),
+        ] {
+            assert!(
+                stdout.contains(&line),
+                "DSPK_RUNTIME={value}: the child's output lacks `{line}`:\n{stdout}"
+            );
+        }
     }
 }
