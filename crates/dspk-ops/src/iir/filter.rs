@@ -456,13 +456,14 @@ impl Stage for SosFilter {
 
 #[cfg(test)]
 mod tests {
-    //! The blocked kernels against a sample-by-sample `f64` run of the same cascade, on random
-    //! stable sections and random initial states (design-independent; the scipy comparisons
-    //! live in `tests/iir.rs`).
+    //! The blocked kernels against an independent sample-by-sample `f64` run of the same
+    //! cascade ([`crate::design::host::sosfilt`], direct form II transposed, none of the
+    //! kernels' block transition matrices), on random stable sections and random initial
+    //! states (design-independent; the scipy comparisons live in `tests/filters.rs`).
     use dspk_core::test_util::{Rng, assert_close, for_each_runtime};
 
     use super::*;
-    use crate::iir::plan::step;
+    use crate::design::host::sosfilt;
 
     /// `n` random stable sections (pole radius 0.2 to 0.97).
     fn random_sos(rng: &mut Rng, n: usize) -> Sos {
@@ -482,24 +483,21 @@ mod tests {
         Sos::new(sections).unwrap()
     }
 
-    /// `f64` forward filter of `x` from `state * x[0]`.
-    fn forward(sections: &[[f64; 6]], zi: &[f64], x: &[f64]) -> Vec<f64> {
-        let plan = Plan::new(sections, 1);
-        let mut state: Vec<f64> = zi.iter().map(|z| z * x[0]).collect();
-        x.iter()
-            .map(|&v| step(&plan.coefs, &mut state, v))
-            .collect()
+    /// `f64` forward filter of `x` from `zi * x[0]` (one `[z0, z1]` per section).
+    fn forward(sos: &Sos, zi: &[[f64; 2]], x: &[f64]) -> Vec<f64> {
+        let mut state: Vec<[f64; 2]> = zi.iter().map(|z| [z[0] * x[0], z[1] * x[0]]).collect();
+        sosfilt(sos, x, Some(&mut state)).unwrap()
     }
 
     /// `f64` zero-phase filter with odd padding, as scipy's `sosfiltfilt`.
-    fn zero_phase(sections: &[[f64; 6]], zi: &[f64], x: &[f64], pad: usize) -> Vec<f64> {
+    fn zero_phase(sos: &Sos, zi: &[[f64; 2]], x: &[f64], pad: usize) -> Vec<f64> {
         let n = x.len();
         let mut ext: Vec<f64> = (0..pad).rev().map(|i| 2.0 * x[0] - x[i + 1]).collect();
         ext.extend_from_slice(x);
         ext.extend((0..pad).map(|i| 2.0 * x[n - 1] - x[n - 2 - i]));
-        let mut y = forward(sections, zi, &ext);
+        let mut y = forward(sos, zi, &ext);
         y.reverse();
-        let mut y = forward(sections, zi, &y);
+        let mut y = forward(sos, zi, &y);
         y.reverse();
         y[pad..pad + n].to_vec()
     }
@@ -516,7 +514,6 @@ mod tests {
                 (4, 999, 4, 1, 3),
             ] {
                 let sos = random_sos(&mut rng, n_sections);
-                let sections = sos.sections();
                 let zi: Vec<[f64; 2]> = (0..n_sections)
                     .map(|_| [rng.uniform(-1.0, 1.0), rng.uniform(-1.0, 1.0)])
                     .collect();
@@ -526,7 +523,6 @@ mod tests {
                 let x32: Vec<f32> = x.iter().map(|&v| v as f32).collect();
                 let input = DeviceArray::from_host(client, &x32, channels, samples).unwrap();
                 let output = DeviceArray::empty(client, channels, samples).unwrap();
-                let flat: Vec<f64> = zi.iter().flatten().copied().collect();
                 let mut modes = vec![
                     Mode::Forward(Initial::Zero),
                     Mode::Forward(Initial::SteadyState),
@@ -541,13 +537,13 @@ mod tests {
                         .unwrap();
                     filter.run(client, &input, &output).unwrap();
                     let actual = output.to_host(client).unwrap();
-                    let zero = vec![0.0; flat.len()];
+                    let zero = vec![[0.0; 2]; zi.len()];
                     let expected: Vec<f64> = x
                         .chunks(samples)
                         .flat_map(|ch| match mode {
-                            Mode::Forward(Initial::Zero) => forward(sections, &zero, ch),
-                            Mode::Forward(Initial::SteadyState) => forward(sections, &flat, ch),
-                            Mode::ZeroPhase { padlen } => zero_phase(sections, &flat, ch, padlen),
+                            Mode::Forward(Initial::Zero) => forward(&sos, &zero, ch),
+                            Mode::Forward(Initial::SteadyState) => forward(&sos, &zi, ch),
+                            Mode::ZeroPhase { padlen } => zero_phase(&sos, &zi, ch, padlen),
                         })
                         .collect();
                     let scale = expected.iter().fold(0.0f64, |m, v| m.max(v.abs()));
