@@ -6,7 +6,7 @@ mod common;
 
 use common::Reference;
 use cubecl::client::Client;
-use dspk_core::test_util::{Rng, for_each_runtime};
+use dspk_core::test_util::{Rng, assert_close_f64, for_each_runtime};
 use dspk_ops::{
     DeviceArray, Error, GaussianFilter, MedianFilter, Stage, gaussian_filter1d, gaussian_kernel1d,
     medfilt,
@@ -121,7 +121,12 @@ fn medfilt_matches_scipy_reference_files() {
 #[test]
 fn gaussian_matches_scipy_reference_files() {
     for_each_runtime(|target, client| {
-        for name in ["gaussian", "gaussian_short"] {
+        for name in [
+            "gaussian",
+            "gaussian_short",
+            "gaussian_odd_short",
+            "gaussian_odd_long",
+        ] {
             let reference = Reference::load(name);
             let [channels, samples] = reference.shape("x") else {
                 panic!("{name}: x is not 2-D")
@@ -143,6 +148,19 @@ fn gaussian_matches_scipy_reference_files() {
             }
         }
     });
+}
+
+/// The weights themselves (which the host reference above also uses) against scipy's, read
+/// off as its response to an impulse (`tests/reference/cases_gaussian.py`).
+#[test]
+fn gaussian_weights_match_scipy() {
+    let reference = Reference::load("gaussian_weights");
+    for (i, &sigma) in reference.values("sigmas").iter().enumerate() {
+        let actual = gaussian_kernel1d(sigma, 4.0).unwrap();
+        let expected = reference.values(&format!("w{i}"));
+        assert_eq!(actual.len(), expected.len(), "sigma {sigma}: radius");
+        assert_close_f64(&format!("sigma {sigma}"), &actual, expected, 1e-16, 1e-13);
+    }
 }
 
 fn to_f32(values: &[f64]) -> Vec<f32> {
