@@ -1,6 +1,6 @@
 """Checks a Phy folder written by dspk's `write_phy` with phylib and SpikeInterface.
 
-CI does not run Python; run it by hand:
+CI runs it (`.ci/run`, in a venv with the versions named there); by hand:
 
     DSPK_PHY_OUT=/tmp/dspk-phy cargo test -p dspk-synapse --test phy -- --ignored write_for_python
     python3 synapse/dspk-synapse/tests/phy_check.py /tmp/dspk-phy
@@ -11,7 +11,8 @@ and SpikeInterface's `read_phy`, and asserts that the spike times, clusters, tem
 amplitudes, channels, positions, whitening, similarity, labels and the raw recording they
 return equal what was written, and that phylib did not have to add files to the folder.
 
-Needs numpy, phylib and spikeinterface (`pip install phylib spikeinterface`).
+Needs numpy, phylib, spikeinterface and pandas (SpikeInterface's `read_phy` imports it):
+`pip install phylib==2.7.1 spikeinterface==0.105.3 pandas==3.1.1`.
 """
 
 import json

@@ -11,7 +11,7 @@ writes the files to `target/tmp/probe_check/`):
   `.json` probe (`json.load`, lists to numpy arrays: `chanMap` int32, others float32, the
   keys `chanMap`, `xc`, `yc`, `n_chan` required); uses kilosort itself when it is installed.
 
-Exits non-zero on the first mismatch.
+Exits non-zero on the first mismatch. CI runs it (`.ci/run`, probeinterface 0.4.2 in a venv).
 """
 
 import json
