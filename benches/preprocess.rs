@@ -30,8 +30,9 @@ use dspk::ops::{
     linalg, mix_channels, unpack_scaled,
 };
 use dspk::{ComputeTarget, RecordingSource, SampleRate, SyntheticRecording};
+use dspk_examples::figures::{device_chain_fields, stage_fields, streamed_fields};
 use dspk_examples::whitening::whitening_stage;
-use dspk_examples::{gb_per_s, window_bytes};
+use dspk_examples::window_bytes;
 
 struct Args {
     channels: usize,
@@ -161,15 +162,10 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         window_bytes(channels, samples, F32),
         window_bytes(channels, samples, I16),
     );
-    let floor_ms = |passes: f64| passes * f32_bytes as f64 / (args.bandwidth_gbps * 1e9) * 1e3;
     let report = |name: &str, ms: f64, passes: f64| {
-        let floor = floor_ms(passes);
-        println!(
-            "stage={name} ms={ms:.4} passes={passes} floor_ms={floor:.4} floor_ratio={:.2} \
-             int16_gbps={:.1}",
-            ms / floor,
-            gb_per_s(int16_bytes, ms * 1e-3)
-        );
+        let bytes = (f32_bytes, int16_bytes);
+        let fields = stage_fields(ms, passes, bytes, args.bandwidth_gbps);
+        println!("stage={name} {fields}");
     };
     // Passes (one pass = one f32 read or write of the window): unpack reads half a pass
     // (int16) and writes one; the reference reads and writes one each; the zero-phase filter
@@ -232,11 +228,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         pipeline.run(&client, &scaled).expect("pipeline");
     });
     report("unpack+car+sosfiltfilt+whitening", ms, 11.5);
-    println!(
-        "device_windows_per_s={:.1} device_int16_gbps={:.1}",
-        1e3 / ms,
-        gb_per_s(int16_bytes, ms * 1e-3)
-    );
+    println!("{}", device_chain_fields(ms, int16_bytes));
 
     // Streamed: loader thread, stored upload, unpack, chain, one window after another.
     let chain = Pipeline::new()
@@ -261,13 +253,11 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             format!("counted {bytes} bytes of int16, the stream uploaded {uploaded}").into(),
         );
     }
+    let windows = stream.schedule().len();
     println!(
-        "streamed_windows={} halo={} streamed_windows_per_s={:.1} streamed_int16_gbps={:.2} \
-         device_allocations={}",
-        args.windows,
+        "streamed_windows={windows} halo={} {} device_allocations={}",
         stream.halo(),
-        args.windows as f64 / seconds,
-        gb_per_s(bytes, seconds),
+        streamed_fields(windows as u64, bytes, seconds),
         stream.workspace().device_allocations()
     );
     Ok(())

@@ -6,7 +6,10 @@
 //! DSPK_RUNTIME=cuda cargo bench --features cuda --bench upload -- --windows 200 --reps 30
 //! ```
 //!
-//! Prints one `key=value` line per figure (machine-readable) and a short table.
+//! Prints `key=value` lines (machine-readable; the arithmetic is `dspk_examples::figures`):
+//! `upload_gbps` counts the upload alone, `upload_and_unpack_gbps` the upload and the unpack.
+//! The source repeats four distinct windows as often as the longest run reads (`--windows`,
+//! or `--reps` plus two warm-ups).
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -21,7 +24,11 @@ use dspk::{
     ChannelInfo, ChunkSchedule, ComputeTarget, LoaderStats, MemoryRecording, ReadRequest,
     RecordingInfo, RecordingSource, SampleRate, WindowElement, WindowLoader,
 };
-use dspk_examples::{gb_per_s, window_bytes};
+use dspk_examples::figures::{
+    loader_only_fields, median_ms, stored_over_f32_upload, upload_and_unpack_fields,
+    upload_pipelined_fields, upload_sequential_fields, upload_source_repeats,
+};
+use dspk_examples::window_bytes;
 
 struct Args {
     channels: usize,
@@ -157,11 +164,6 @@ fn drive<T: WindowElement>(
     })
 }
 
-fn median_ms(mut times: Vec<f64>) -> f64 {
-    times.sort_by(f64::total_cmp);
-    times[times.len() / 2] * 1e3
-}
-
 fn main() -> std::process::ExitCode {
     // SAFETY: first in main, no other thread yet.
     unsafe { dspk_examples::quiet_vulkan_device_select() };
@@ -179,7 +181,8 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         "# upload bench: {target} on {device}, {channels} channels x {samples} samples per window"
     );
 
-    // Four distinct windows of int16 noise with realistic gains, repeated.
+    // Four distinct windows of int16 noise with realistic gains, repeated as often as the
+    // longest run below reads.
     let mut rng = Rng::new(7);
     let distinct = 4u64;
     let stored: Vec<i16> = (0..channels * samples * distinct as usize)
@@ -193,10 +196,8 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     drop(stored);
     let gains: Vec<f64> = infos.iter().map(|c| c.gain).collect();
     let offsets: Vec<f64> = infos.iter().map(|c| c.offset).collect();
-    let source = Arc::new(Repeated::new(
-        memory,
-        (args.windows as u64).div_ceil(distinct),
-    ));
+    let repeats = upload_source_repeats(args.windows as u64, args.reps as u64, distinct);
+    let source = Arc::new(Repeated::new(memory, repeats));
     let all: Vec<usize> = (0..channels).collect();
     let stored_bytes = window_bytes(channels, samples, I16);
     let f32_bytes = window_bytes(channels, samples, F32);
@@ -275,22 +276,16 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             }
         }
     }
-    let [read_s, up_s, unpack_s, total_s, read_f, up_f, total_f] = times.map(median_ms);
-    let gbps = |bytes: u64, ms: f64| gb_per_s(bytes, ms * 1e-3);
+    let [read_s, up_s, unpack_s, total_s, read_f, up_f, total_f] = times.map(|t| median_ms(&t));
     for (path, read, upload, unpack, total, bytes) in [
         ("stored", read_s, up_s, unpack_s, total_s, stored_bytes),
         ("f32", read_f, up_f, 0.0, total_f, f32_bytes),
     ] {
-        println!(
-            "bench=upload runtime={target} path={path} bytes={bytes} read_ms={read:.3} upload_ms={upload:.3} \
-             unpack_ms={unpack:.3} total_ms={total:.3} upload_gbps={:.2}",
-            gbps(bytes, upload)
-        );
+        let fields = upload_sequential_fields(bytes, read, upload, unpack, total);
+        println!("bench=upload runtime={target} path={path} {fields}");
     }
-    println!(
-        "bench=upload runtime={target} stored_over_f32_upload={:.3}",
-        up_s / up_f
-    );
+    let ratio = stored_over_f32_upload(up_s, up_f);
+    println!("bench=upload runtime={target} {ratio}");
 
     // Sequential again, from the loader's own buffers (page-locked on CUDA) handed to the
     // upload without a copy: upload (+ unpack) per window, synced after each.
@@ -320,17 +315,16 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             )?
         };
         // The first two windows warm up (kernel compilation, page-locking).
-        let ms = median_ms(run.uploading[2..].to_vec());
+        let ms = median_ms(&run.uploading[2..]);
         let bytes = if path == "stored" {
             stored_bytes
         } else {
             f32_bytes
         };
         println!(
-            "bench=upload runtime={target} path={path}_loader_buffers pinned_buffers={} \
-             upload_and_unpack_ms={ms:.3} upload_gbps={:.2}",
+            "bench=upload runtime={target} path={path}_loader_buffers pinned_buffers={} {}",
             run.stats.buffers_pinned,
-            gbps(bytes, ms)
+            upload_and_unpack_fields(bytes, ms)
         );
     }
 
@@ -342,10 +336,8 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     }
     let seconds = t.elapsed().as_secs_f64();
     println!(
-        "bench=upload runtime={target} path=loader_only windows={} windows_per_s={:.1} read_gbps={:.2}",
-        args.windows,
-        args.windows as f64 / seconds,
-        gb_per_s(stored_bytes * args.windows as u64, seconds)
+        "bench=upload runtime={target} path=loader_only {}",
+        loader_only_fields(args.windows as u64, stored_bytes, seconds)
     );
 
     // Pipelined: the loader reads window i+1 while window i goes up and is unpacked.
@@ -370,21 +362,16 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         };
         sync();
         let seconds = t.elapsed().as_secs_f64();
-        let bytes = if path == "stored" {
+        let input_bytes = if path == "stored" {
             stored_bytes
         } else {
             f32_bytes
-        } * args.windows as u64;
+        };
+        let bytes = (input_bytes, stored_bytes);
+        let (waiting, uploading) = (&run.waiting, &run.uploading);
         println!(
-            "bench=upload runtime={target} path={path} pipelined_windows={} seconds={seconds:.3} \
-             windows_per_s={:.1} input_gbps={:.2} int16_equiv_gbps={:.2} \
-             waiting_for_reader_s={:.3} in_upload_calls_s={:.3} buffers_allocated={} pinned={}",
-            args.windows,
-            args.windows as f64 / seconds,
-            gb_per_s(bytes, seconds),
-            gb_per_s(stored_bytes * args.windows as u64, seconds),
-            run.waiting.iter().sum::<f64>(),
-            run.uploading.iter().sum::<f64>(),
+            "bench=upload runtime={target} path={path} {} buffers_allocated={} pinned={}",
+            upload_pipelined_fields(args.windows as u64, seconds, bytes, waiting, uploading),
             run.stats.buffers_allocated,
             run.stats.buffers_pinned,
         );

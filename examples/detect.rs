@@ -14,7 +14,9 @@
 //! Negative peaks below 4.5 x each channel's MAD noise are found on the device and only they
 //! are downloaded, in recording samples; peaks on neighbouring channels within 0.5 ms merge into
 //! events, and an event matches a true spike within 0.4 ms and 60 um (`dspk_examples::events`).
-//! A recording that overflows or does not fit in memory is refused before anything is made.
+//! Both passes are timed and counted. `--min-recall X --min-precision Y` make a score below
+//! them an error (exit status 1), as CI runs it. A recording that overflows or does not fit in
+//! memory is refused before anything is made.
 
 use std::process::ExitCode;
 
@@ -24,12 +26,11 @@ use dspk::ops::{
     CommonReference, Pipeline, Polarity, Reference, SosFilter, StreamOptions, WindowStream,
 };
 use dspk::synapse::groundtruth::GroundTruthConfig;
-use dspk_examples::events::{Radius, merge_peaks, peaks_beyond_noise, score_events};
+use dspk_examples::events::{Bounds, Radius, merge_peaks, peaks_beyond_noise, score_events};
+use dspk_examples::passes::{Pass, speed_report};
 use dspk_examples::synthetic::generate_in_memory;
 use dspk_examples::whitening::fit_local_whitening;
-use dspk_examples::{
-    Flags, MemoryLimit, checked_product, finish, human_bytes, human_rate, parse_flags,
-};
+use dspk_examples::{Flags, MemoryLimit, checked_product, finish, parse_flags_and_fractions};
 
 const RATE_HZ: u64 = 30_000;
 /// Samples each window owns: 1 s.
@@ -49,7 +50,7 @@ fn main() -> ExitCode {
 
 /// Runs the detection the arguments ask for and prints its accuracy and speed.
 fn run() -> Result<(), Box<dyn std::error::Error>> {
-    let Some(config) = parse_args()? else {
+    let Some((config, bounds)) = parse_args()? else {
         return Ok(());
     };
     let made = generate_in_memory(&config, MemoryLimit::of_this_machine())?;
@@ -57,10 +58,8 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let client = target.client()?;
     let (positions, spikes) = (made.truth.channel_positions(), made.truth.spikes());
     let channels = config.channels;
-    println!(
-        "runtime:   {target} on {}",
-        client.properties().identity.name
-    );
+    let device = &client.properties().identity.name;
+    println!("runtime:   {target} on {device}");
     println!(
         "recording: {channels} channels x {} samples at {RATE_HZ} Hz, int16; {} units, {} true \
          spikes (made in {:.2} s)",
@@ -87,15 +86,16 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let mut stream = WindowStream::new(&client, made.source.clone(), front()?, &options)?;
     let nearest = 32.min(channels - 1).max(1);
     let fit = "windows (whitening fit)";
-    let whitening = fit_local_whitening(&client, &mut stream, fit, positions, nearest, 1e-6)?;
+    let fitted = fit_local_whitening(&client, &mut stream, fit, positions, nearest, 1e-6)?;
+    let fitting = Pass::of("whitening fit", &stream, fitted.1);
     // Pass 2: the whitened recording's peaks below -4.5 MAD on each channel.
-    let mut stream = WindowStream::new(&client, made.source, front()?.with(whitening), &options)?;
+    let mut stream = WindowStream::new(&client, made.source, front()?.with(fitted.0), &options)?;
     let (distance, negative) = (MERGE.samples as usize, Polarity::Negative);
-    let (peaks, elapsed) = peaks_beyond_noise(&client, &mut stream, negative, THRESHOLD, distance)?;
+    let (peaks, seconds) = peaks_beyond_noise(&client, &mut stream, negative, THRESHOLD, distance)?;
+    let passes = [fitting, Pass::of("detection", &stream, seconds)];
 
     let events = merge_peaks(&peaks, positions, MERGE);
     let score = score_events(&events, spikes, positions, MATCH);
-    let (windows, moved) = (stream.schedule().len(), stream.uploaded_bytes() as f64);
     let stages = stream.workspace().pipeline().stage_names().join(" -> ");
     println!(
         "pipeline:  unpack -> {stages} (halo {} samples), then peaks < -{THRESHOLD} x MAD noise",
@@ -109,33 +109,34 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         spikes.len()
     );
     println!("accuracy:  {score}");
-    println!(
-        "speed:     {windows} windows in {elapsed:.2} s ({:.1} windows/s, {} of int16, {:.1}x real time)",
-        windows as f64 / elapsed,
-        human_rate(moved, elapsed),
-        config.num_samples as f64 / RATE_HZ as f64 / elapsed
-    );
-    println!("moved:     {} to the device", human_bytes(moved));
-    Ok(())
+    let duration = config.num_samples as f64 / RATE_HZ as f64;
+    print!("{}", speed_report(&passes, duration));
+    Ok(bounds.check(score)?)
 }
 
 /// The recording `--seconds N` (default 10), `--channels N` (default 64) and `--units N`
-/// (default 24) ask for, or `None` after printing the usage for `--help`.
-fn parse_args() -> Result<Option<GroundTruthConfig>, Box<dyn std::error::Error>> {
-    let (mut seconds, mut channels, mut units) = (10, 64, 24);
+/// (default 24) ask for, and the least score `--min-recall X` and `--min-precision Y` accept
+/// (default 0); `None` after printing the usage for `--help`.
+fn parse_args() -> Result<Option<(GroundTruthConfig, Bounds)>, Box<dyn std::error::Error>> {
+    let (mut seconds, mut channels, mut units, mut bounds) = (10, 64, 24, Bounds::default());
     let flags = &mut [
         ("--seconds", &mut seconds),
         ("--channels", &mut channels),
         ("--units", &mut units),
     ];
-    if parse_flags(std::env::args().skip(1), flags)? == Flags::Help {
+    let least = &mut [
+        ("--min-recall", &mut bounds.recall),
+        ("--min-precision", &mut bounds.precision),
+    ];
+    if parse_flags_and_fractions(std::env::args().skip(1), flags, least)? == Flags::Help {
         println!(
-            "usage: detect [--seconds N] [--channels N] [--units N]   (DSPK_RUNTIME=wgpu|cuda|hip|cpu)"
+            "usage: detect [--seconds N] [--channels N] [--units N] [--min-recall X] \
+             [--min-precision Y]   (DSPK_RUNTIME=wgpu|cuda|hip|cpu)"
         );
         return Ok(None);
     }
     let what = format!("the sample count of --seconds {seconds} at {RATE_HZ} Hz");
-    Ok(Some(GroundTruthConfig {
+    let config = GroundTruthConfig {
         channels: channels as usize,
         num_samples: checked_product(&what, &[seconds, RATE_HZ])?,
         sample_rate_hz: RATE_HZ,
@@ -144,5 +145,6 @@ fn parse_args() -> Result<Option<GroundTruthConfig>, Box<dyn std::error::Error>>
         amplitude_uv: [84.0, 180.0],
         seed: 2026,
         ..GroundTruthConfig::default()
-    }))
+    };
+    Ok(Some((config, bounds)))
 }

@@ -1,7 +1,7 @@
 //! Spikes detected on a stream and scored against known spikes, as the `detect` example does:
 //! peaks beyond each channel's noise found on the device window by window
 //! ([`peaks_beyond_noise`]), merged into one event per spike ([`merge_peaks`]) and matched to
-//! the true spikes ([`score_events`]).
+//! the true spikes ([`score_events`]), with the least score a run accepts ([`Bounds`]).
 
 use std::error::Error;
 
@@ -190,6 +190,70 @@ impl std::fmt::Display for Score {
     }
 }
 
+/// The least recall and precision a run accepts (`detect`'s `--min-recall` and
+/// `--min-precision`); 0, the default, accepts any score.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Bounds {
+    /// The least recall.
+    pub recall: f64,
+    /// The least precision.
+    pub precision: f64,
+}
+
+impl Bounds {
+    /// Whether `score` reaches both bounds.
+    ///
+    /// # Errors
+    ///
+    /// A [`Shortfall`] when its recall or its precision is below its bound.
+    pub fn check(self, score: Score) -> Result<(), Shortfall> {
+        if score.recall >= self.recall && score.precision >= self.precision {
+            Ok(())
+        } else {
+            Err(Shortfall {
+                score,
+                bounds: self,
+            })
+        }
+    }
+}
+
+/// A score below its [`Bounds`]; shown as `accuracy short of its bounds: recall 0.850 is
+/// below --min-recall 0.9`, one clause per figure that falls short.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Shortfall {
+    /// The score.
+    pub score: Score,
+    /// The bounds it missed.
+    pub bounds: Bounds,
+}
+
+impl std::fmt::Display for Shortfall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let figures = [
+            ("recall", self.score.recall, self.bounds.recall),
+            ("precision", self.score.precision, self.bounds.precision),
+        ];
+        let short: Vec<String> = figures
+            .iter()
+            .filter(|(_, value, bound)| value < bound)
+            .map(|&(name, value, bound)| {
+                // Three decimals, unless they round up to the bound (0.8996 shows as 0.900).
+                let shown = format!("{value:.3}");
+                let shown = if shown.parse::<f64>().is_ok_and(|v| v < bound) {
+                    shown
+                } else {
+                    value.to_string()
+                };
+                format!("{name} {shown} is below --min-{name} {bound}")
+            })
+            .collect();
+        write!(f, "accuracy short of its bounds: {}", short.join(", and "))
+    }
+}
+
+impl std::error::Error for Shortfall {}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -281,6 +345,48 @@ mod tests {
                 assert!(peaks.iter().all(|p| p.value == -1_000.0), "{peaks:?}");
             }
         });
+    }
+
+    // Guards CI's run of `detect`, which printed its accuracy and exited 0 whatever it was:
+    // below a bound it now fails with a message naming what fell short.
+    #[test]
+    fn a_score_below_its_bounds_falls_short() {
+        let score = |recall, precision| Score {
+            matched: 0,
+            recall,
+            precision,
+        };
+        let bounds = Bounds {
+            recall: 0.9,
+            precision: 0.95,
+        };
+        assert_eq!(bounds.check(score(0.939, 0.993)), Ok(()));
+        assert_eq!(bounds.check(score(0.9, 0.95)), Ok(()));
+        assert_eq!(Bounds::default().check(score(0.0, 0.0)), Ok(()));
+        let short = |recall, precision| bounds.check(score(recall, precision)).unwrap_err();
+        assert_eq!(
+            short(0.85, 0.993).to_string(),
+            "accuracy short of its bounds: recall 0.850 is below --min-recall 0.9"
+        );
+        assert_eq!(
+            short(0.939, 0.5).to_string(),
+            "accuracy short of its bounds: precision 0.500 is below --min-precision 0.95"
+        );
+        assert_eq!(
+            short(0.1, 0.2).to_string(),
+            "accuracy short of its bounds: recall 0.100 is below --min-recall 0.9, and \
+             precision 0.200 is below --min-precision 0.95"
+        );
+        // Three decimals that round up to the bound would read as no shortfall.
+        assert_eq!(
+            short(0.8996, 1.0).to_string(),
+            "accuracy short of its bounds: recall 0.8996 is below --min-recall 0.9"
+        );
+        let boxed: Box<dyn std::error::Error> = Box::new(short(0.85, 1.0));
+        assert_eq!(
+            crate::error_report(boxed.as_ref()),
+            "error: accuracy short of its bounds: recall 0.850 is below --min-recall 0.9\n"
+        );
     }
 
     #[test]

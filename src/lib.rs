@@ -2,9 +2,11 @@
 //! sizes and rates (and the byte counts behind them), command-line flags, a stream driven with
 //! a progress bar, error reports as a command-line tool prints them, the checks an example
 //! makes before it allocates what it was asked for, local whitening fitted over a stream
-//! ([`whitening`]), spikes detected on a stream and scored against known spikes ([`events`]),
-//! and the synthetic recording with known spikes held in memory ([`synthetic`]). (The library
-//! crates never print; examples do.)
+//! ([`whitening`]), spikes detected on a stream and scored against known spikes, with the
+//! bounds a score must reach ([`events`]), the synthetic recording with known spikes held in
+//! memory ([`synthetic`]), the speed of streamed passes as examples print it ([`passes`]) and
+//! the arithmetic of the benchmarks' printed figures ([`figures`]). (The library crates never
+//! print; examples do.)
 
 // One function sets an environment variable, which Rust 2024 marks unsafe; it is an
 // `unsafe fn` whose callers promise no other thread runs yet.
@@ -21,6 +23,8 @@ use dspk::ops::{DeviceWindow, WindowStream};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 pub mod events;
+pub mod figures;
+pub mod passes;
 pub mod synthetic;
 pub mod whitening;
 
@@ -120,19 +124,41 @@ pub fn parse_flags(
     args: impl IntoIterator<Item = String>,
     flags: &mut [(&str, &mut u64)],
 ) -> Result<Flags, String> {
+    parse_flags_and_fractions(args, flags, &mut [])
+}
+
+/// As [`parse_flags`], with `fractions` too: flags of the form `--name X` that set their
+/// value to a number from 0 to 1 (`--min-recall 0.9`).
+///
+/// # Errors
+///
+/// [`parse_flags`]' messages, and one naming a fraction flag whose value is missing, not a
+/// number, or outside 0 to 1.
+pub fn parse_flags_and_fractions(
+    args: impl IntoIterator<Item = String>,
+    flags: &mut [(&str, &mut u64)],
+    fractions: &mut [(&str, &mut f64)],
+) -> Result<Flags, String> {
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
         if arg == "-h" || arg == "--help" {
             return Ok(Flags::Help);
         }
-        let Some((name, value)) = flags.iter_mut().find(|(name, _)| *name == arg) else {
+        if let Some((name, value)) = flags.iter_mut().find(|(name, _)| *name == arg) {
+            **value = args
+                .next()
+                .and_then(|v| v.parse().ok())
+                .filter(|&v| v > 0)
+                .ok_or(format!("{name} needs a positive whole number"))?;
+        } else if let Some((name, value)) = fractions.iter_mut().find(|(name, _)| *name == arg) {
+            **value = args
+                .next()
+                .and_then(|v| v.parse().ok())
+                .filter(|v| (0.0..=1.0).contains(v))
+                .ok_or(format!("{name} needs a number from 0 to 1"))?;
+        } else {
             return Err(format!("unknown argument `{arg}` (try --help)"));
-        };
-        **value = args
-            .next()
-            .and_then(|v| v.parse().ok())
-            .filter(|&v| v > 0)
-            .ok_or(format!("{name} needs a positive whole number"))?;
+        }
     }
     Ok(Flags::Run)
 }
@@ -523,6 +549,59 @@ mod tests {
             assert_eq!(parse(line), Err(error.to_string()));
         }
         assert_eq!((seconds, channels), (4, 32));
+    }
+
+    // Guards detect's `--min-recall` and `--min-precision`: fractions beside whole numbers,
+    // and a bound that no score can meet (above 1, NaN) refused rather than always failing.
+    #[test]
+    fn fraction_flags_read_numbers_from_zero_to_one() {
+        let args = |line: &str| {
+            line.split_whitespace()
+                .map(String::from)
+                .collect::<Vec<_>>()
+        };
+        let (mut seconds, mut recall, mut precision) = (10, 0.0, 0.0);
+        let mut parse = |line: &str| {
+            parse_flags_and_fractions(
+                args(line),
+                &mut [("--seconds", &mut seconds)],
+                &mut [
+                    ("--min-recall", &mut recall),
+                    ("--min-precision", &mut precision),
+                ],
+            )
+        };
+        assert_eq!(
+            parse("--seconds 3 --min-recall 0.9 --min-precision 1"),
+            Ok(Flags::Run)
+        );
+        assert_eq!(parse("--min-recall 0"), Ok(Flags::Run));
+        for (line, error) in [
+            (
+                "--min-recall 1.5",
+                "--min-recall needs a number from 0 to 1",
+            ),
+            (
+                "--min-recall -0.1",
+                "--min-recall needs a number from 0 to 1",
+            ),
+            (
+                "--min-precision NaN",
+                "--min-precision needs a number from 0 to 1",
+            ),
+            (
+                "--min-precision",
+                "--min-precision needs a number from 0 to 1",
+            ),
+            ("--seconds 0.5", "--seconds needs a positive whole number"),
+            (
+                "--max-recall 0.5",
+                "unknown argument `--max-recall` (try --help)",
+            ),
+        ] {
+            assert_eq!(parse(line), Err(error.to_string()));
+        }
+        assert_eq!((seconds, recall, precision), (3, 0.0, 1.0));
     }
 
     // Guards inspect's gains: they were printed as `value = stored x 5e-1 + -1e1 uV`.

@@ -2,6 +2,7 @@
 //! processed recording accumulated on the device, then each channel whitened from its nearest.
 
 use std::error::Error;
+use std::time::Instant;
 
 use dspk::cubecl::client::Client;
 use dspk::ops::{ChannelMixing, CovarianceAccumulator, Whitening, WindowStream, linalg};
@@ -11,7 +12,9 @@ use crate::run_stream;
 /// Streams every window of `stream` (progress counted as `unit`), accumulating on the device
 /// the channel covariance (second moment) over the samples each window owns, and returns the
 /// local whitening of that covariance: each channel from its `nearest` channels by `positions`
-/// (`[x, y]` um, one per channel), regularised by `eps` ([`linalg::local_zca`]).
+/// (`[x, y]` um, one per channel), regularised by `eps` ([`linalg::local_zca`]). With it come
+/// the seconds from asking for the first window until the whitening is on the device (the
+/// pass, as [`run_stream`] times it, then the solve).
 ///
 /// # Errors
 ///
@@ -24,15 +27,17 @@ pub fn fit_local_whitening(
     positions: &[[f64; 2]],
     nearest: usize,
     eps: f64,
-) -> Result<Whitening, Box<dyn Error>> {
+) -> Result<(Whitening, f64), Box<dyn Error>> {
     let channels = stream.workspace().channels();
     let mut covariance = CovarianceAccumulator::new(client, channels)?;
-    run_stream(stream, unit, |window| {
+    let pass = run_stream(stream, unit, |window| {
         Ok(covariance.add_window(client, window)?)
     })?;
+    let solving = Instant::now();
     let xy: Vec<(f64, f64)> = positions.iter().map(|&[x, y]| (x, y)).collect();
     let white = linalg::local_zca(&covariance.finish(client)?, &xy, nearest, eps)?;
-    whitening_stage(client, &white)
+    let whitening = whitening_stage(client, &white)?;
+    Ok((whitening, pass + solving.elapsed().as_secs_f64()))
 }
 
 /// The whitening stage of a (sparse) whitening matrix from [`linalg`], on `client`'s device.
@@ -80,9 +85,10 @@ mod tests {
                 };
                 let mut stream =
                     WindowStream::new(client, source.clone(), Pipeline::new(), &options).unwrap();
-                let mut whitening =
+                let (mut whitening, seconds) =
                     fit_local_whitening(client, &mut stream, "windows", &positions, 3, 1e-6)
                         .unwrap();
+                assert!(seconds > 0.0);
                 let output = DeviceArray::empty(client, channels, 500).unwrap();
                 whitening.apply(client, &input, &output).unwrap();
                 output.to_host(client).unwrap()
