@@ -47,17 +47,11 @@ pub fn progress_bar(len: u64, unit: &str) -> ProgressBar {
     bar
 }
 
-/// `bytes` in decimal units: `"46.08 MB"`, `"1.20 GB"`.
+/// `bytes` in decimal units, as [`dspk::format_bytes`] writes them (`"46.08 MB"`,
+/// `"1.20 GB"`), rounded to whole bytes (negative or NaN counts as 0).
 #[must_use]
 pub fn human_bytes(bytes: f64) -> String {
-    const UNITS: [&str; 5] = ["B", "kB", "MB", "GB", "TB"];
-    let mut value = bytes;
-    let mut unit = 0;
-    while value >= 1000.0 && unit + 1 < UNITS.len() {
-        value /= 1000.0;
-        unit += 1;
-    }
-    format!("{value:.2} {}", UNITS[unit])
+    dspk::format_bytes(bytes.max(0.0).round() as u64)
 }
 
 /// `bytes` moved in `seconds` as a decimal rate: `"6.31 GB/s"`.

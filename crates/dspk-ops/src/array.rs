@@ -74,6 +74,23 @@ impl fmt::Display for Shape {
     }
 }
 
+/// [`Error::ArrayShape`]: `element`s of `shape` need `expected` `unit`s, `given` were given.
+fn shape_error(
+    element: impl ToString,
+    shape: Shape,
+    expected: u64,
+    given: u64,
+    unit: &'static str,
+) -> Error {
+    Error::ArrayShape {
+        element: element.to_string(),
+        shape,
+        expected,
+        given,
+        unit,
+    }
+}
+
 /// The bytes `handle` was created with (its requested size, not the padded allocation).
 fn size_of_handle(handle: &Handle) -> u64 {
     handle.size_in_used()
@@ -141,13 +158,13 @@ impl<E: Element> DeviceArray<E> {
         let shape = Shape::new(channels, samples);
         let expected = shape.values("device array")?;
         if values.len() != expected {
-            return Err(Error::ArrayShape {
-                element: E::type_name().to_string(),
+            return Err(shape_error(
+                E::type_name(),
                 shape,
-                expected: expected as u64,
-                given: values.len() as u64,
-                unit: "values",
-            });
+                expected as u64,
+                values.len() as u64,
+                "values",
+            ));
         }
         DeviceLimits::of(client).check("device array", expected as u64, size_of::<E>() as u64)?;
         Ok(Self::trusted(upload(client, values), shape))
@@ -188,13 +205,13 @@ impl<E: Element> DeviceArray<E> {
         let shape = Shape::new(channels, samples);
         let needed = channels.saturating_mul(samples);
         if needed > self.len() {
-            return Err(Error::ArrayShape {
-                element: E::type_name().to_string(),
+            return Err(shape_error(
+                E::type_name(),
                 shape,
-                expected: needed as u64,
-                given: self.len() as u64,
-                unit: "values",
-            });
+                needed as u64,
+                self.len() as u64,
+                "values",
+            ));
         }
         Ok(Self::trusted(self.handle.clone(), shape))
     }
@@ -362,13 +379,7 @@ impl StoredArray {
         let needed = Self::bytes(format, shape)?;
         let given = size_of_handle(&handle);
         if given < needed {
-            return Err(Error::ArrayShape {
-                element: format.to_string(),
-                shape,
-                expected: needed,
-                given,
-                unit: "bytes",
-            });
+            return Err(shape_error(format, shape, needed, given, "bytes"));
         }
         Ok(Self {
             handle,
@@ -464,13 +475,7 @@ fn check_handle<E: Element>(handle: &Handle, shape: Shape) -> Result<()> {
     let needed = values as u64 * size_of::<E>() as u64;
     let given = size_of_handle(handle);
     if given < needed {
-        return Err(Error::ArrayShape {
-            element: E::type_name().to_string(),
-            shape,
-            expected: needed,
-            given,
-            unit: "bytes",
-        });
+        return Err(shape_error(E::type_name(), shape, needed, given, "bytes"));
     }
     Ok(())
 }
