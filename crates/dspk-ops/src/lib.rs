@@ -24,7 +24,7 @@ pub mod design;
 mod error;
 mod fir;
 mod iir;
-mod launch;
+pub mod launch;
 mod limits;
 pub mod linalg;
 mod nonlinear;

@@ -1,6 +1,7 @@
 //! Kilosort4 and EMUsort spike sorting on the device, on one runner.
 //!
-//! Nothing is implemented yet: the sorter arrives stage by stage with the sorter issues.
+//! Built stage by stage from `../shared/KILOSORT4.md` (a specification of Kilosort 4.1.7 in our
+//! own words; Kilosort is GPL and this crate is MIT/Apache, so nothing is transcribed from it).
 //!
 //! # Feature flags
 //!
@@ -8,3 +9,11 @@
 //! (default), `cuda`, `hip`, `cpu`.
 
 #![forbid(unsafe_code)]
+
+pub mod centres;
+pub mod detect;
+pub mod drift;
+mod error;
+pub mod universal;
+
+pub use error::{Error, Result};
