@@ -81,10 +81,10 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         ..StreamOptions::default()
     };
     // Pass 1: the whitening fit, from the channel covariance of the referenced, filtered
-    // recording. After the common average reference the channels sum to zero (a singular
-    // covariance), so a neighbourhood never holds every channel.
+    // recording (Kilosort4's 32 nearest channels; singular after the common reference, which
+    // local_zca whitens as Kilosort4's SVD does).
     let mut stream = WindowStream::new(&client, made.source.clone(), front()?, &options)?;
-    let nearest = 32.min(channels - 1).max(1);
+    let nearest = 32;
     let fit = "windows (whitening fit)";
     let fitted = fit_local_whitening(&client, &mut stream, fit, positions, nearest, 1e-6)?;
     let fitting = Pass::of("whitening fit", &stream, fitted.1);

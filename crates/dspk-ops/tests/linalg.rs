@@ -207,6 +207,36 @@ fn zca_matches_numpy_and_whitens() {
     }
 }
 
+/// Kilosort4's SVD form: eigenvalue magnitudes, so an indefinite or singular covariance (a
+/// common reference makes the channels sum to zero) is whitened rather than refused.
+#[test]
+fn zca_uses_eigenvalue_magnitudes_as_the_svd_does() {
+    // [[1, 2], [2, 1]]: eigenvalues 3 and -1 along (1, 1) / sqrt 2 and (1, -1) / sqrt 2.
+    let eps = 1e-6;
+    let w = zca(&[1.0, 2.0, 2.0, 1.0], 2, eps).unwrap().dense();
+    let (a, b) = (1.0 / (3.0 + eps).sqrt(), 1.0 / (1.0 + eps).sqrt());
+    let expected = [(a + b) / 2.0, (a - b) / 2.0, (a - b) / 2.0, (a + b) / 2.0];
+    assert_close_to_peak("zca of an indefinite matrix", &w, &expected, 1e-14);
+    // A referenced covariance: I - 11^T / n is singular (the all-ones direction has 0).
+    let n = 6;
+    let referenced: Vec<f64> = (0..n * n)
+        .map(|i| f64::from(u8::from(i / n == i % n)) - 1.0 / n as f64)
+        .collect();
+    let w = zca(&referenced, n, 1e-6).unwrap().dense();
+    assert!(w.iter().all(|v| v.is_finite()));
+    // Whitened, it is the identity on the other directions: W C W = C (projector).
+    let wcw: Vec<f64> = (0..n * n)
+        .map(|i| {
+            let (r, c) = (i / n, i % n);
+            (0..n)
+                .flat_map(|p| (0..n).map(move |q| (p, q)))
+                .map(|(p, q)| w[r * n + p] * referenced[p * n + q] * w[q * n + c])
+                .sum()
+        })
+        .collect();
+    assert_close_to_peak("W C W of a referenced covariance", &wcw, &referenced, 1e-5);
+}
+
 #[test]
 fn local_zca_matches_numpy_rows() {
     let r = Reference::load("linalg_whiten");
@@ -265,9 +295,8 @@ fn bad_input_is_an_error() {
         "symmetric_eigen: matrix",
     );
     assert!(reason.contains("symmetric"), "{reason}");
-    let indefinite = [1.0, 2.0, 2.0, 1.0];
-    let reason = invalid(zca(&indefinite, 2, 1e-6), "zca: cov");
-    assert!(reason.contains("-1"), "{reason}");
+    let reason = invalid(zca(&[1.0, 1.0, 1.0, 1.0], 2, 0.0), "zca: cov");
+    assert!(reason.contains("eps is 0"), "{reason}");
     invalid(zca(&identity(2), 2, -1.0), "zca: eps");
     invalid(zca(&[], 0, 1e-6), "zca: n");
     invalid(

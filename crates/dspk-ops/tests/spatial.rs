@@ -75,6 +75,12 @@ fn median(mut values: Vec<f64>) -> f64 {
     }
 }
 
+/// `torch.median`: the lower of the two middle values for an even count.
+fn lower_median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[(values.len() - 1) / 2]
+}
+
 /// Checks `actual` against `x - reference(x[:, t])` in f64, per value within
 /// `rel * (scale(t) + |x[c, t]|)`, naming channel, sample, values and tolerance on failure.
 #[allow(clippy::too_many_arguments)]
@@ -99,6 +105,10 @@ fn check_referenced(
                 let m = median(col.clone());
                 (m, m.abs())
             }
+            Reference::LowerMedian => {
+                let m = lower_median(col.clone());
+                (m, m.abs())
+            }
         };
         for (c, &value) in col.iter().enumerate() {
             let a = f64::from(actual[c * samples + t]);
@@ -117,8 +127,18 @@ fn check_referenced(
 /// Checks one output column of the median reference against numpy's `x - np.median(x)` in f64
 /// where the column holds infinities (and no NaN): a finite expected value within `CMR_REL`, an
 /// infinite one exactly, a NaN one (`inf - inf`) as NaN.
-fn check_median_with_infinities(what: &str, t: usize, out: &[f32], col: &[f64]) {
-    let level = median(col.to_vec());
+fn check_median_with_infinities(
+    what: &str,
+    t: usize,
+    out: &[f32],
+    col: &[f64],
+    reference: Reference,
+) {
+    let level = if reference == Reference::LowerMedian {
+        lower_median(col.to_vec())
+    } else {
+        median(col.to_vec())
+    };
     for (c, (&a, &value)) in out.iter().zip(col).enumerate() {
         let (a, expected) = (f64::from(a), value - level);
         let ok = if expected.is_nan() {
@@ -177,7 +197,11 @@ fn common_reference_matches_f64_on_random_windows() {
         let mut rng = Rng::new(0x05EE_DCA4);
         for (channels, samples) in SHAPES {
             let x = random_window(channels, samples, &mut rng);
-            for (reference, rel) in [(Reference::Mean, CAR_REL), (Reference::Median, CMR_REL)] {
+            for (reference, rel) in [
+                (Reference::Mean, CAR_REL),
+                (Reference::Median, CMR_REL),
+                (Reference::LowerMedian, CMR_REL),
+            ] {
                 let actual = run_reference(client, &x, channels, samples, reference);
                 let what = format!("{target} {reference:?} {channels}x{samples}");
                 check_referenced(&what, &actual, &x, channels, samples, reference, rel);
@@ -237,7 +261,7 @@ fn common_reference_propagates_nan_and_infinity_per_sample() {
             // Sample 9: -inf on the first channel, inf on the last (one channel: inf alone).
             x[9] = f32::NEG_INFINITY;
             x[(channels - 1) * samples + 9] = f32::INFINITY;
-            for reference in [Reference::Mean, Reference::Median] {
+            for reference in [Reference::Mean, Reference::Median, Reference::LowerMedian] {
                 let actual = run_reference(client, &x, channels, samples, reference);
                 let what = format!("{target} {reference:?} {channels} channels");
                 for t in 0..samples {
@@ -259,7 +283,9 @@ fn common_reference_propagates_nan_and_infinity_per_sample() {
                             // infinities is finite unless an infinity is a middle value (or
                             // -inf and inf are the middle pair: NaN); finite channels then stay
                             // finite and an infinite channel stays that infinity.
-                            Reference::Median => check_median_with_infinities(&what, t, &out, &col),
+                            Reference::Median | Reference::LowerMedian => {
+                                check_median_with_infinities(&what, t, &out, &col, reference);
+                            }
                         }
                     } else {
                         assert!(
@@ -280,7 +306,7 @@ fn common_reference_stage_and_argument_checks() {
         let (channels, samples) = (5, 31);
         let x = random_window(channels, samples, &mut rng);
         let input = DeviceArray::from_host(client, &x, channels, samples).unwrap();
-        for reference in [Reference::Mean, Reference::Median] {
+        for reference in [Reference::Mean, Reference::Median, Reference::LowerMedian] {
             let mut stage = CommonReference::new(reference);
             assert_eq!(stage.settling(), 0);
             let output = DeviceArray::empty(client, channels, samples).unwrap();

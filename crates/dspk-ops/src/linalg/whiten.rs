@@ -84,16 +84,20 @@ impl WhiteningMatrix {
     }
 }
 
-/// ZCA whitening of the `n x n` covariance `cov`: `W = E diag(1 / sqrt(l + eps)) E^T` from the
-/// eigendecomposition `cov = E diag(l) E^T`, so `W cov W ~ I` (exactly `I` for `eps = 0`).
-/// `eps` is added to every eigenvalue, in the units of `cov`: Kilosort4 uses `1e-6` with its
-/// covariance `X X^T / samples` (see [`second_moment`](super::second_moment)). In numpy:
-/// `w, e = np.linalg.eigh(cov); (e / np.sqrt(w + eps)) @ e.T`.
+/// ZCA whitening of the `n x n` covariance `cov`: `W = E diag(1 / sqrt(|l| + eps)) E^T` from
+/// the eigendecomposition `cov = E diag(l) E^T`, so `W cov W ~ I` (exactly `I` for `eps = 0`
+/// and a positive definite `cov`). `eps` is added to every eigenvalue's magnitude, in the units
+/// of `cov`: Kilosort4 uses `1e-6` with its covariance `X X^T / samples` (see
+/// [`second_moment`](super::second_moment)). This is Kilosort4's SVD form
+/// (`E, d, _ = svd(cov); (E / sqrt(d + eps)) @ E.T`; the singular values of a symmetric matrix
+/// are `|l|`), so a covariance made singular by a common reference (one eigenvalue 0, or a
+/// rounding below it) is whitened, not refused. In numpy:
+/// `w, e = np.linalg.eigh(cov); (e / np.sqrt(np.abs(w) + eps)) @ e.T`.
 ///
 /// # Errors
 ///
-/// As [`symmetric_eigen`], and [`Error::InvalidParameter`] when `n` is 0, `eps` is negative or not finite,
-/// or an eigenvalue plus `eps` is not positive (`cov` not positive definite enough).
+/// As [`symmetric_eigen`], and [`Error::InvalidParameter`] when `n` is 0, `eps` is negative or
+/// not finite, or `eps` is 0 and an eigenvalue is 0.
 pub fn zca(cov: &[f64], n: usize, eps: f64) -> Result<WhiteningMatrix> {
     check_channels("zca: n", n)?;
     let weights = zca_dense(cov, n, eps, "zca: cov")?;
@@ -207,15 +211,20 @@ fn zca_dense(cov: &[f64], n: usize, eps: f64, what: &'static str) -> Result<Vec<
     let eigen = symmetric_eigen(cov, n)?;
     let mut scales = Vec::with_capacity(n);
     for &l in &eigen.values {
-        if l + eps <= 0.0 {
+        // The singular values of a symmetric matrix are its eigenvalues' magnitudes, and the
+        // sign of a negative one cancels in `E diag E^T`: so `|l|` is the SVD form Kilosort4
+        // uses, which never fails on a covariance made singular by a common reference.
+        let scale = l.abs() + eps;
+        if !(scale > 0.0 && scale.is_finite()) {
             return Err(Error::InvalidParameter {
                 what,
                 reason: format!(
-                    "eigenvalue {l} plus eps {eps} is not positive: the covariance is not positive definite"
+                    "eigenvalue {l} plus eps {eps}: the covariance has a zero (or non-finite) \
+                     eigenvalue and eps is 0"
                 ),
             });
         }
-        scales.push(1.0 / (l + eps).sqrt());
+        scales.push(1.0 / scale.sqrt());
     }
     let e = &eigen.vectors;
     let mut w = vec![0.0; n * n];

@@ -44,13 +44,20 @@ pub(super) fn subtract_mean(input: &[f32], output: &mut [f32], channels: u32, sa
 }
 
 /// `out[c, t] = x[c, t] - median_c x[:, t]`, the median as `numpy.median` defines it (the mean
-/// of the two middle values for an even channel count), NaN when the column holds a NaN.
+/// of the two middle values for an even channel count), or with `lower != 0` as `torch.median`
+/// defines it (the lower of the two middle values), NaN when the column holds a NaN.
 ///
 /// The order statistics are selected exactly on the order-preserving `u32` key of each value's
 /// bits, two bits per pass over the column (16 passes, loads issued [`CHUNK`] channels at a
 /// time), then one pass finds the next larger value (for an even count) and any NaN.
 #[cube(launch_unchecked)]
-pub(super) fn subtract_median(input: &[f32], output: &mut [f32], channels: u32, samples: u32) {
+pub(super) fn subtract_median(
+    input: &[f32],
+    output: &mut [f32],
+    channels: u32,
+    samples: u32,
+    lower: u32,
+) {
     let t = ABSOLUTE_POS;
     let n = usize::cast_from(samples);
     if t < n {
@@ -114,7 +121,7 @@ pub(super) fn subtract_median(input: &[f32], output: &mut [f32], channels: u32, 
         let high_value = f32::reinterpret(key_bits(high));
         // Halves first: exact (short of subnormals) and never overflowing.
         let middle = select(
-            low_rank == high_rank,
+            low_rank == high_rank || lower != 0,
             low_value,
             low_value * 0.5f32 + high_value * 0.5f32,
         );

@@ -11,14 +11,20 @@ use crate::{DeviceArray, Result, Stage};
 pub enum Reference {
     /// The mean over channels (common average reference, `numpy.mean(x, axis=0)`).
     Mean,
-    /// The median over channels (common median reference, `numpy.median(x, axis=0)`).
+    /// The median over channels (common median reference, `numpy.median(x, axis=0)`: the mean
+    /// of the two middle values for an even channel count).
     Median,
+    /// The lower median over channels (`torch.median(x, dim=0)`: the lower of the two middle
+    /// values for an even channel count, e.g. the 192nd smallest of 384): Kilosort4's CAR.
+    LowerMedian,
 }
 
 /// Subtracts the common reference of each sample from every channel:
 /// `out = x - numpy.mean(x, axis=0)` ([`Reference::Mean`]) or
 /// `out = x - numpy.median(x, axis=0)` ([`Reference::Median`], the mean of the two middle
-/// values for an even channel count), for a `[channels, samples]` `f32` window, channel-major.
+/// values for an even channel count) or `x - torch.median(x, dim=0).values`
+/// ([`Reference::LowerMedian`], the lower middle value), for a `[channels, samples]` `f32`
+/// window, channel-major.
 ///
 /// `input` and `output` have the same shape and distinct buffers.
 ///
@@ -62,15 +68,25 @@ pub fn common_reference(
             Reference::Mean => kernel::subtract_mean::launch_unchecked(
                 client, count, dim, input, output, channels32, samples32,
             ),
-            Reference::Median => kernel::subtract_median::launch_unchecked(
-                client, count, dim, input, output, channels32, samples32,
-            ),
+            Reference::Median | Reference::LowerMedian => {
+                kernel::subtract_median::launch_unchecked(
+                    client,
+                    count,
+                    dim,
+                    input,
+                    output,
+                    channels32,
+                    samples32,
+                    u32::from(reference == Reference::LowerMedian),
+                )
+            }
         }
     }
     Ok(())
 }
 
-/// The common reference as a pipeline [`Stage`] (`"car"` for the mean, `"cmr"` for the median);
+/// The common reference as a pipeline [`Stage`] (`"car"` for the mean, `"cmr"` for the median,
+/// `"cmr-lower"` for the lower median);
 /// see [`common_reference`]. It works sample by sample: no settling, no scratch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CommonReference {
@@ -91,6 +107,7 @@ impl Stage for CommonReference {
         match self.reference {
             Reference::Mean => "car",
             Reference::Median => "cmr",
+            Reference::LowerMedian => "cmr-lower",
         }
     }
 
