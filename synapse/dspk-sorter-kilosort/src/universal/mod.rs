@@ -1,5 +1,22 @@
 //! Universal templates (Kilosort4 §4): the temporal shapes (`wTEMP`) and principal components
 //! (`wPCA`) that detection scores with and spike features are projected on.
+//!
+//! Two ways to get them, as Kilosort4's `templates_from_data` setting chooses:
+//! - learned from the data: [`ClipHarvester`] collects the clips of isolated single-channel
+//!   peaks from whitened windows on the device, and [`learn_templates`] turns them into
+//!   principal components and k-means centroids on the host;
+//! - loaded from a file in the layout of Kilosort4's bundled `wTEMP.npz`
+//!   ([`UniversalTemplates::from_npz`]).
+
+mod clips;
+mod kernel;
+mod kmeans;
+mod learn;
+mod npz;
+mod pca;
+
+pub use clips::{ClipHarvester, ClipSettings};
+pub use learn::learn_templates;
 
 use crate::{Error, Result};
 
@@ -21,7 +38,7 @@ impl UniversalTemplates {
     /// [`Error::Setting`] when `nt` is even or 0, `nt0min >= nt`, a matrix is empty or not a
     /// whole number of rows, or a value is not finite.
     pub fn new(nt: usize, nt0min: usize, wtemp: Vec<f32>, wpca: Vec<f32>) -> Result<Self> {
-        if nt == 0 || nt % 2 == 0 {
+        if nt == 0 || nt.is_multiple_of(2) {
             return Err(Error::Setting {
                 name: "nt",
                 reason: format!("the template length must be odd, got {nt}"),
@@ -34,7 +51,7 @@ impl UniversalTemplates {
             });
         }
         for (name, values) in [("wTEMP", &wtemp), ("wPCA", &wpca)] {
-            if values.is_empty() || values.len() % nt != 0 {
+            if values.is_empty() || !values.len().is_multiple_of(nt) {
                 return Err(Error::Setting {
                     name: "universal templates",
                     reason: format!("{name} holds {} values, not rows of {nt}", values.len()),
