@@ -46,6 +46,6 @@ pub use peaks::*;
 pub use pipeline::{Pipeline, Stage};
 pub use spatial::*;
 pub use stats::*;
-pub use stream::{StreamOptions, WindowStream};
-pub use unpack::unpack_scaled;
+pub use stream::{ResidentWindows, StreamOptions, WindowStream};
+pub use unpack::{ChannelAffine, unpack_scaled};
 pub use workspace::PipelineWorkspace;

@@ -5,11 +5,11 @@ use std::sync::Arc;
 
 use cubecl::client::Client;
 use dspk_core::{
-    ChunkSchedule, ComputeTarget, LoadedWindow, LoaderStats, RecordingSource, SampleFormat,
-    WindowLoader,
+    ChunkSchedule, ComputeTarget, HaloWindow, LoadedWindow, LoaderStats, RecordingSource,
+    SampleFormat, WindowLoader,
 };
 
-use crate::{DeviceWindow, Pipeline, PipelineWorkspace, Result};
+use crate::{DeviceWindow, Pipeline, PipelineWorkspace, Result, StoredArray};
 
 /// How a [`WindowStream`] cuts and reads the recording.
 ///
@@ -83,6 +83,10 @@ pub struct WindowStream {
     halo: u64,
     current: Option<DeviceWindow>,
     uploaded_bytes: u64,
+    /// The stored windows kept on the device, when asked ([`keep_resident`](Self::keep_resident)).
+    resident: Option<Vec<(HaloWindow, StoredArray)>>,
+    /// Whether the last window has been served.
+    finished: bool,
 }
 
 impl WindowStream {
@@ -138,27 +142,82 @@ impl WindowStream {
             halo,
             current: None,
             uploaded_bytes: 0,
+            resident: None,
+            finished: false,
+        })
+    }
+
+    /// Keeps every stored window uploaded from now on in a device buffer of its own instead
+    /// of the workspace's upload buffer, so that [`into_resident`](Self::into_resident) can
+    /// serve the recording again without reading or uploading it. Call it before the first
+    /// window. Returns `false` (and keeps nothing) when windows cross as scaled `f32`: only
+    /// stored integers are kept, the compact form.
+    pub fn keep_resident(&mut self) -> bool {
+        if self.uploads_stored() && self.resident.is_none() {
+            self.resident = Some(Vec::new());
+        }
+        self.resident.is_some()
+    }
+
+    /// Device bytes held by the windows kept so far (whole 32-bit words per window).
+    #[must_use]
+    pub fn resident_bytes(&self) -> u64 {
+        self.resident.as_ref().map_or(0, |kept| {
+            kept.iter()
+                .map(|(_, stored)| stored.handle().size_in_used())
+                .sum()
+        })
+    }
+
+    /// The kept windows and this stream's workspace (its pipeline included), to process the
+    /// recording again from device memory; `None` unless [`keep_resident`](Self::keep_resident)
+    /// was on and every window has been served.
+    #[must_use]
+    pub fn into_resident(self) -> Option<ResidentWindows> {
+        let windows = self.resident.filter(|_| self.finished)?;
+        Some(ResidentWindows {
+            windows,
+            workspace: self.workspace,
+            next: 0,
+            current: None,
         })
     }
 
     /// Processes the next window and lends it (valid until the next call), or `None` after the
     /// last. A read or device error ends the stream after it is returned.
     pub fn next_window(&mut self) -> Option<Result<&DeviceWindow>> {
+        let client = self.workspace.client().clone();
         let processed = match &mut self.loader {
             Loader::Stored(loader, format) => {
                 let format = *format;
                 loader.next().map(|loaded| {
-                    upload(loaded?, &mut self.uploaded_bytes, |bytes, samples| {
-                        self.workspace.process_stored(bytes, format, samples)
-                    })
+                    let (workspace, resident) = (&mut self.workspace, &mut self.resident);
+                    upload(
+                        loaded?,
+                        &mut self.uploaded_bytes,
+                        |bytes, window| match resident {
+                            Some(kept) => {
+                                let stored =
+                                    keep(&client, bytes, format, workspace.channels(), window)?;
+                                let array = workspace.process_resident(&stored)?;
+                                kept.push((window.clone(), stored));
+                                Ok(array)
+                            }
+                            None => workspace.process_stored(bytes, format, window.read_len()),
+                        },
+                    )
                 })
             }
             Loader::Scaled(loader) => loader.next().map(|loaded| {
-                upload(loaded?, &mut self.uploaded_bytes, |bytes, samples| {
-                    self.workspace.process_scaled(bytes, samples)
+                upload(loaded?, &mut self.uploaded_bytes, |bytes, window| {
+                    self.workspace.process_scaled(bytes, window.read_len())
                 })
             }),
-        }?;
+        };
+        let Some(processed) = processed else {
+            self.finished = true;
+            return None;
+        };
         Some(processed.map(|window| &*self.current.insert(window)))
     }
 
@@ -204,15 +263,88 @@ impl WindowStream {
     }
 }
 
-/// Hands `loaded`'s buffer to `process` (with its samples per channel), counts its bytes in
-/// `uploaded`, and pairs the result with the window.
+/// Hands `loaded`'s buffer to `process` (with its window), counts its bytes in `uploaded`, and
+/// pairs the result with the window.
 fn upload<T: dspk_core::WindowElement>(
     loaded: LoadedWindow<T>,
     uploaded: &mut u64,
-    process: impl FnOnce(cubecl::bytes::Bytes, usize) -> Result<crate::DeviceArray>,
+    process: impl FnOnce(cubecl::bytes::Bytes, &HaloWindow) -> Result<crate::DeviceArray>,
 ) -> Result<DeviceWindow> {
     let window = loaded.window().clone();
     *uploaded += size_of_val(loaded.data()) as u64;
-    let array = process(loaded.into_upload(), window.read_len())?;
+    let array = process(loaded.into_upload(), &window)?;
     DeviceWindow::new(array, window)
+}
+
+/// Uploads a window's stored bytes into a device buffer of its own (padded to whole 32-bit
+/// words), to keep.
+fn keep(
+    client: &Client,
+    bytes: cubecl::bytes::Bytes,
+    format: SampleFormat,
+    channels: usize,
+    window: &HaloWindow,
+) -> Result<StoredArray> {
+    let handle = if bytes.len() % 4 == 0 {
+        client.create(bytes)
+    } else {
+        let mut padded = bytes.to_vec();
+        padded.resize(bytes.len().next_multiple_of(4), 0);
+        client.create_from_slice(&padded)
+    };
+    StoredArray::from_handle(handle, format, channels, window.read_len())
+}
+
+/// A recording's stored windows kept in device memory by a [`WindowStream`]
+/// ([`WindowStream::keep_resident`]), served again, in order, through the same pipeline:
+/// each pass unpacks and processes them on the device and reads nothing from the host.
+pub struct ResidentWindows {
+    windows: Vec<(HaloWindow, StoredArray)>,
+    workspace: PipelineWorkspace,
+    next: usize,
+    current: Option<DeviceWindow>,
+}
+
+impl ResidentWindows {
+    /// Processes the next kept window and lends it (valid until the next call), or `None`
+    /// after the last; the pass after that starts again from the first window.
+    pub fn next_window(&mut self) -> Option<Result<&DeviceWindow>> {
+        let Some((window, stored)) = self.windows.get(self.next) else {
+            self.next = 0;
+            return None;
+        };
+        self.next += 1;
+        let processed = self
+            .workspace
+            .process_resident(stored)
+            .and_then(|array| DeviceWindow::new(array, window.clone()));
+        Some(processed.map(|window| &*self.current.insert(window)))
+    }
+
+    /// Number of kept windows.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.windows.len()
+    }
+
+    /// Whether no window is kept (an empty recording).
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.windows.is_empty()
+    }
+
+    /// Device bytes the kept windows hold.
+    #[must_use]
+    pub fn bytes(&self) -> u64 {
+        self.windows
+            .iter()
+            .map(|(_, stored)| stored.handle().size_in_used())
+            .sum()
+    }
+
+    /// The workspace windows are processed in (its pipeline and client).
+    #[must_use]
+    pub fn workspace(&self) -> &PipelineWorkspace {
+        &self.workspace
+    }
 }

@@ -273,6 +273,32 @@ impl PipelineWorkspace {
         self.run_pipeline()
     }
 
+    /// Unpacks and scales a window of stored values that is already on the device (for
+    /// example kept resident from an earlier pass, see
+    /// [`ResidentWindows`](crate::ResidentWindows)) and runs the pipeline; returns
+    /// [`output`](Self::output). Nothing crosses the bus.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ScalingNotSet`] before [`set_stored_scaling`](Self::set_stored_scaling),
+    /// [`Error::WindowTooLong`] for more samples than the workspace holds,
+    /// [`Error::ShapeMismatch`] for another channel count.
+    pub fn process_resident(&mut self, stored: &StoredArray) -> Result<DeviceArray> {
+        let samples = stored.shape().samples;
+        if samples > self.max_samples {
+            return Err(Error::WindowTooLong {
+                samples,
+                max_samples: self.max_samples,
+            });
+        }
+        let Some((gains, offsets)) = self.scaling.clone() else {
+            return Err(Error::ScalingNotSet);
+        };
+        self.scaled = self.scaled_full.front(self.channels, samples)?;
+        unpack_scaled(&self.client, stored, &gains, &offsets, &self.scaled)?;
+        self.run_pipeline()
+    }
+
     /// Uploads a window of scaled `f32` values given as CubeCL [`Bytes`] (`channels * samples`
     /// little-endian `f32`, channel-major: `Bytes::from_elems(values)` for a host vector, or
     /// [`LoadedWindow::into_upload`](dspk_core::LoadedWindow::into_upload) on a scaled loader)

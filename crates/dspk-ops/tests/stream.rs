@@ -181,3 +181,102 @@ fn peaks_in_recording_samples_do_not_depend_on_the_window_size() {
         }
     });
 }
+
+/// Residency: the windows kept on the device by the first pass give, pass after pass, the same
+/// bits as streaming from the host, with nothing uploaded; a scaled-only source keeps nothing.
+#[test]
+fn resident_windows_replay_the_stream_bit_for_bit() {
+    for_each_runtime(|target, client| {
+        let rate = SampleRate::from_hz(30_000).unwrap();
+        let source = Arc::new(SyntheticRecording::new(5, 13_001, rate, 4).unwrap());
+        let expected = streamed(client, source.clone());
+        let options = StreamOptions {
+            window: WINDOW,
+            ..StreamOptions::default()
+        };
+        let mut stream = WindowStream::new(client, source.clone(), pipeline(), &options).unwrap();
+        assert!(stream.keep_resident(), "{target}: an int16 source is kept");
+        let mut first = Vec::new();
+        while let Some(window) = stream.next_window() {
+            let window = window.unwrap();
+            let values = window.array().to_host(client).unwrap();
+            first.push((
+                window.window().read(),
+                values.into_iter().map(f32::to_bits).collect(),
+            ));
+        }
+        assert_eq!(first, expected, "{target}: the keeping pass");
+        // 5 channels x read samples x 2 bytes, each window padded to whole words.
+        let kept: u64 = expected
+            .iter()
+            .map(|(read, _)| ((read.end - read.start) * 5 * 2).next_multiple_of(4))
+            .sum();
+        assert_eq!(stream.resident_bytes(), kept, "{target}: kept bytes");
+        let uploaded = stream.uploaded_bytes();
+        let mut resident = stream.into_resident().expect("every window was served");
+        assert_eq!(resident.len(), expected.len());
+        assert_eq!(resident.bytes(), kept);
+        for pass in 0..2 {
+            let mut again = Vec::new();
+            while let Some(window) = resident.next_window() {
+                let window = window.unwrap();
+                let values = window.array().to_host(client).unwrap();
+                again.push((
+                    window.window().read(),
+                    values.into_iter().map(f32::to_bits).collect(),
+                ));
+            }
+            assert_eq!(again, expected, "{target}: resident pass {pass}");
+        }
+        assert_eq!(
+            uploaded,
+            5 * expected
+                .iter()
+                .map(|(r, _)| (r.end - r.start) * 2)
+                .sum::<u64>()
+        );
+
+        // A stream stopped early cannot be replayed; a scaled-only source keeps nothing.
+        let mut partial = WindowStream::new(client, source, pipeline(), &options).unwrap();
+        assert!(partial.keep_resident());
+        partial.next_window().unwrap().unwrap();
+        assert!(partial.into_resident().is_none(), "{target}: partial pass");
+        let hidden = Arc::new(ScaledOnly(
+            SyntheticRecording::new(5, 13_001, rate, 4).unwrap(),
+        ));
+        let mut scaled = WindowStream::new(client, hidden, pipeline(), &options).unwrap();
+        assert!(
+            !scaled.keep_resident(),
+            "{target}: f32 windows are not kept"
+        );
+    });
+}
+
+/// `ChannelAffine::subtract` removes a per-channel offset exactly as `x - offset` in f32, and
+/// refuses non-finite values and mismatched lengths.
+#[test]
+fn channel_affine_subtracts_offsets() {
+    use dspk_ops::{ChannelAffine, DeviceArray, Stage};
+    for_each_runtime(|target, client| {
+        let (channels, samples) = (3, 1_001);
+        let x: Vec<f32> = (0..channels * samples)
+            .map(|i| ((i * 7919) % 1000) as f32 * 0.37 - 150.0)
+            .collect();
+        let offsets = [12.5f32, -3.25, 1e3];
+        let input = DeviceArray::from_host(client, &x, channels, samples).unwrap();
+        let output = DeviceArray::empty(client, channels, samples).unwrap();
+        let mut stage = ChannelAffine::subtract(client, &offsets).unwrap();
+        stage.apply(client, &input, &output).unwrap();
+        let out = output.to_host(client).unwrap();
+        for (i, (&o, &v)) in out.iter().zip(&x).enumerate() {
+            let expected = f64::from(v) - f64::from(offsets[i / samples]);
+            assert!(
+                (f64::from(o) - expected).abs() <= expected.abs() * 1e-7 + 1e-6,
+                "{target}: {i}"
+            );
+        }
+        assert!(ChannelAffine::subtract(client, &[f32::NAN]).is_err());
+        assert!(ChannelAffine::new(client, &[1.0], &[0.0, 1.0]).is_err());
+        assert!(ChannelAffine::subtract(client, &[]).is_err());
+    });
+}

@@ -102,3 +102,88 @@ fn launch_scale_32<T: Numeric>(
         );
     }
 }
+
+/// `out[c, t] = x[c, t] * gains[c] + offsets[c]` for an `f32` window, as a pipeline
+/// [`Stage`](crate::Stage) (`"affine"`): the [`unpack_scaled`] kernel on `f32` values, so a
+/// per-channel offset removed here gives the same values whether the window was uploaded as
+/// stored integers or as `f32`. Sample by sample: no settling.
+#[derive(Debug, Clone)]
+pub struct ChannelAffine {
+    gains: ChannelVector,
+    offsets: ChannelVector,
+}
+
+impl ChannelAffine {
+    /// A stage multiplying channel `c` by `gains[c]` and adding `offsets[c]`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Shape`](crate::Error::Shape) when the two do not hold the same number of
+    /// values, [`Error::InvalidParameter`](crate::Error::InvalidParameter) for a value that is
+    /// not finite or no channels.
+    pub fn new(client: &Client, gains: &[f32], offsets: &[f32]) -> Result<Self> {
+        if gains.len() != offsets.len() {
+            return Err(crate::Error::Shape {
+                what: "channel affine: offsets",
+                expected: gains.len(),
+                actual: offsets.len(),
+                unit: "values (one per channel)",
+            });
+        }
+        if let Some(c) =
+            (0..gains.len()).find(|&c| !(gains[c].is_finite() && offsets[c].is_finite()))
+        {
+            return Err(crate::Error::InvalidParameter {
+                what: "channel affine",
+                reason: format!(
+                    "channel {c}: gain {} and offset {} must be finite",
+                    gains[c], offsets[c]
+                ),
+            });
+        }
+        if gains.is_empty() {
+            return Err(crate::Error::InvalidParameter {
+                what: "channel affine",
+                reason: "at least one channel is needed".to_string(),
+            });
+        }
+        Ok(Self {
+            gains: ChannelVector::from_host(client, gains)?,
+            offsets: ChannelVector::from_host(client, offsets)?,
+        })
+    }
+
+    /// A stage subtracting `offsets[c]` from channel `c` (gains of 1).
+    ///
+    /// # Errors
+    ///
+    /// As [`new`](Self::new).
+    pub fn subtract(client: &Client, offsets: &[f32]) -> Result<Self> {
+        let negated: Vec<f32> = offsets.iter().map(|v| -v).collect();
+        Self::new(client, &vec![1.0; offsets.len()], &negated)
+    }
+}
+
+impl crate::Stage for ChannelAffine {
+    fn name(&self) -> &str {
+        "affine"
+    }
+
+    fn settling(&self) -> usize {
+        0
+    }
+
+    fn device_allocations(&self) -> usize {
+        2
+    }
+
+    fn apply(&mut self, client: &Client, input: &DeviceArray, output: &DeviceArray) -> Result<()> {
+        let stored = StoredArray::from_handle(
+            input.handle().clone(),
+            SampleFormat::F32,
+            input.channels(),
+            input.samples(),
+        )?;
+        unpack_scaled(client, &stored, &self.gains, &self.offsets, output)
+    }
+}

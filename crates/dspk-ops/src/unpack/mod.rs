@@ -4,4 +4,4 @@
 mod kernel;
 mod launch;
 
-pub use launch::unpack_scaled;
+pub use launch::{ChannelAffine, unpack_scaled};
