@@ -1,0 +1,265 @@
+//! Drift correction (Kilosort4 §3): the depth shift of every batch and block estimated from the
+//! detected spikes ([`estimate_drift`]), and the per-batch matrices that read each channel at
+//! its shifted position ([`ShiftInterpolation`]). Host code in `f64`.
+//!
+//! - `fingerprint`: depth bins and each batch's (depth, log-amplitude) spike histogram (§3.2);
+//! - `register`: rigid then per-block registration of the fingerprints (§3.3);
+//! - `smooth`: `scipy.ndimage.gaussian_filter` for the registration scores;
+//! - `interpolate`: [`ShiftInterpolation`] and [`compose`] (§3.4).
+//!
+//! # One change from Kilosort 4.1.7
+//!
+//! Upstream, a batch without spikes has an all-zero fingerprint, every rigid score ties, the
+//! first argmax picks -15 bins in each of the 9 applied iterations, and the batch ends about
+//! -675 um away, which blanks it when the shift is applied. Here a batch without spikes:
+//! keeps rigid shift 0 (it is not searched), is left out of every reference mean, and gets
+//! `dshift = 0` for every block. Its per-block scores are 0, as upstream, and take part in the
+//! smoothing along the batch axis as zeros. If the first reference batch
+//! (`min(300, floor(Nb / 2))`) has no spikes, the batch with spikes nearest to it (the earlier
+//! of two equally near) is the first reference. A recording without spikes gets all-zero shifts.
+//! Everything else follows the specification.
+
+mod fingerprint;
+mod interpolate;
+mod register;
+mod smooth;
+
+pub use interpolate::{ShiftInterpolation, compose};
+
+use crate::{Error, Result};
+use fingerprint::{DepthBins, fingerprints};
+use register::{Blocks, register};
+
+/// The largest `drift_smoothing` accepted (a kernel of `2 floor(4 sigma + 0.5) + 1` taps).
+const MAX_SMOOTHING: f64 = 1000.0;
+
+/// Drift-correction settings, named and defaulted as Kilosort4's `parameters.py`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct DriftSettings {
+    /// Kilosort4's `nblocks`: 0 turns drift correction off, 1 estimates one rigid shift per
+    /// batch, `n > 1` estimates `2 n - 1` overlapping blocks along the probe. Default 1.
+    pub nblocks: usize,
+    /// Kilosort4's `binning_depth`: um per depth bin of the fingerprints. Default 5.
+    pub binning_depth: f64,
+    /// Kilosort4's `sig_interp`: um, width of the Gaussian kernel that interpolates channels at
+    /// shifted positions ([`ShiftInterpolation`]). Default 20.
+    pub sig_interp: f64,
+    /// Kilosort4's `drift_smoothing`: standard deviations (shift steps, batches, blocks) of
+    /// the Gaussian smoothing of the per-block registration scores. Default `[0.5, 0.5, 0.5]`.
+    pub drift_smoothing: [f64; 3],
+    /// Kilosort4's `Th_universal`: the universal-template detection threshold, the lowest
+    /// amplitude of the fingerprints' log-amplitude columns. Default 9.
+    #[serde(rename = "Th_universal")]
+    pub th_universal: f64,
+}
+
+impl Default for DriftSettings {
+    fn default() -> Self {
+        Self {
+            nblocks: 1,
+            binning_depth: 5.0,
+            sig_interp: 20.0,
+            drift_smoothing: [0.5; 3],
+            th_universal: 9.0,
+        }
+    }
+}
+
+impl DriftSettings {
+    /// Checks every field but `nblocks` (checked against the probe by [`estimate_drift`]).
+    fn check(&self) -> Result<()> {
+        let positive = |v: f64| v.is_finite() && v > 0.0;
+        let setting = |name, reason: String| Err(Error::Setting { name, reason });
+        if !positive(self.binning_depth) {
+            return setting(
+                "binning_depth",
+                format!("must be finite and positive, got {}", self.binning_depth),
+            );
+        }
+        if !positive(self.sig_interp) {
+            return setting(
+                "sig_interp",
+                format!("must be finite and positive, got {}", self.sig_interp),
+            );
+        }
+        if !self
+            .drift_smoothing
+            .iter()
+            .all(|s| (0.0..=MAX_SMOOTHING).contains(s))
+        {
+            return setting(
+                "drift_smoothing",
+                format!(
+                    "each must lie in [0, {MAX_SMOOTHING}], got {:?}",
+                    self.drift_smoothing
+                ),
+            );
+        }
+        // The amplitude columns span log10(Th_universal)..2: Th_universal < 100.
+        if !(positive(self.th_universal) && self.th_universal < 100.0) {
+            return setting(
+                "Th_universal",
+                format!("must lie in (0, 100), got {}", self.th_universal),
+            );
+        }
+        Ok(())
+    }
+}
+
+/// The detected spikes drift is estimated from (Kilosort4's `st0` columns 1, 2 and 4), one
+/// entry per spike in each slice.
+#[derive(Debug, Clone, Copy)]
+pub struct DriftSpikes<'a> {
+    /// Depth, um (the channel-weighted `y` of universal detection).
+    pub depth: &'a [f64],
+    /// Amplitude (the universal-template score, `> Th_universal` for a detected spike).
+    pub amplitude: &'a [f64],
+    /// Batch index, `0..n_batches`.
+    pub batch: &'a [usize],
+}
+
+/// The drift of a recording: `dshift`, the shift (um) of every batch and block, and where the
+/// blocks are.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct DriftEstimate {
+    n_batches: usize,
+    n_blocks: usize,
+    dshift: Vec<f64>,
+    block_centres: Vec<f64>,
+    spike_counts: Vec<usize>,
+}
+
+impl DriftEstimate {
+    /// Kilosort4's `dshift`: `n_batches x n_blocks` row-major, um. Sign: `dshift ~ -(the
+    /// units' displacement)` up to a constant per block (units that moved 10 um up give about
+    /// -10 um); 0 for every block of a batch without spikes.
+    pub fn dshift(&self) -> &[f64] {
+        &self.dshift
+    }
+
+    /// The shifts of batch `b` (one per block, um), `None` past the last batch: what
+    /// [`ShiftInterpolation::matrix`] takes with [`block_centres`](Self::block_centres).
+    pub fn batch_shifts(&self, b: usize) -> Option<&[f64]> {
+        self.dshift.chunks_exact(self.n_blocks).nth(b)
+    }
+
+    /// The number of batches.
+    pub fn n_batches(&self) -> usize {
+        self.n_batches
+    }
+
+    /// The number of blocks, `2 nblocks - 1`.
+    pub fn n_blocks(&self) -> usize {
+        self.n_blocks
+    }
+
+    /// Kilosort4's `yblk`: each block's mean bin depth `ysamp` (um, see [`estimate_drift`]).
+    pub fn block_centres(&self) -> &[f64] {
+        &self.block_centres
+    }
+
+    /// The spikes of each batch.
+    pub fn spike_counts(&self) -> &[usize] {
+        &self.spike_counts
+    }
+}
+
+/// Estimates the drift of a recording of `n_batches` batches from its detected `spikes` on
+/// channels at depths `channel_y` (um), as Kilosort 4.1.7's §3.2 and §3.3, with the change for
+/// batches without spikes stated in the [module documentation](self).
+///
+/// - Fingerprints (§3.2): `y0 = min(channel_y) - 1`, `nbins = 1 + ceil((max - y0) / binning_depth)`
+///   bins, spike row `floor((depth - y0) / binning_depth)`, amplitude column
+///   `floor(1e-5 + 20 (log10(min(a, 99)) - log10(Th)) / (2 - log10(Th)))`,
+///   `F = log2(1 + count)`; bin depths `ysamp[i] = y0 + binning_depth (i - 1/2)`.
+/// - Registration (§3.3): `F` less its mean over depth; 9 rigid iterations, each taking the
+///   first argmax over circular rolls `-15..=15` bins of the correlation with the reference
+///   and rolling by it, the reference then set to the mean; `2 nblocks - 1` blocks of
+///   `floor(nbins / nblocks)` bins starting at `round_half_even(linspace(0, nbins - len,
+///   2 nblocks - 1))`; per-block scores for rolls `-5..=5` (circular within the block),
+///   smoothed by `scipy.ndimage.gaussian_filter(sigma=drift_smoothing, mode='reflect')`
+///   along (shift, batch, block), upsampled to `-5 + 0.1 u`, `u = 0..=100`
+///   (`sum_s exp(-(s - v)^2 / 2) score[s]`, first argmax);
+///   `dshift = binning_depth (rigid + fine)`; block centre = mean `ysamp` of its bins.
+///
+/// Costs `9 x 31 x nbins x 20` multiply-adds per batch (13 million for Neuropixels 1.0) and
+/// `8 x 20 x nbins` bytes per batch.
+///
+/// # Errors
+///
+/// [`Error::Setting`] for a setting out of range (`nblocks` 0, more than the depth bins, or so
+/// many that two blocks start on one bin; a non-positive `binning_depth` or `sig_interp`;
+/// `drift_smoothing` outside `[0, 1000]`; `Th_universal` outside `(0, 100)`) or more than
+/// `2^32 - 1` fingerprint values; [`Error::Input`] for `n_batches = 0`, no channels, a
+/// non-finite channel depth, spike slices of different lengths, or a spike with a batch index
+/// `>= n_batches`, a non-finite depth or amplitude, a depth outside the probe's bins or an
+/// amplitude below `Th_universal`.
+pub fn estimate_drift(
+    channel_y: &[f32],
+    spikes: &DriftSpikes<'_>,
+    n_batches: usize,
+    settings: &DriftSettings,
+) -> Result<DriftEstimate> {
+    settings.check()?;
+    if n_batches == 0 {
+        return Err(Error::Input {
+            what: "recording",
+            reason: "no batches".to_string(),
+        });
+    }
+    if channel_y.is_empty() {
+        return Err(Error::Input {
+            what: "channel positions",
+            reason: "no channels".to_string(),
+        });
+    }
+    if let Some(c) = channel_y.iter().position(|y| !y.is_finite()) {
+        return Err(Error::Input {
+            what: "channel positions",
+            reason: format!("channel {c} at depth {}", channel_y[c]),
+        });
+    }
+    let n = spikes.depth.len();
+    if spikes.amplitude.len() != n || spikes.batch.len() != n {
+        return Err(Error::Input {
+            what: "drift spikes",
+            reason: format!(
+                "{n} depths, {} amplitudes and {} batch indices (one of each per spike)",
+                spikes.amplitude.len(),
+                spikes.batch.len()
+            ),
+        });
+    }
+    let bins = DepthBins::new(channel_y, settings.binning_depth)?;
+    let blocks = Blocks::new(bins.n, settings.nblocks)?;
+    let prints = fingerprints(&bins, spikes, n_batches, settings.th_universal)?;
+    let active: Vec<bool> = prints.counts.iter().map(|&c| c > 0).collect();
+    let shifts = register(
+        prints.values,
+        bins.n,
+        &active,
+        &blocks,
+        settings.drift_smoothing,
+    );
+    let block_centres = blocks
+        .starts
+        .iter()
+        .map(|&s| {
+            (s..s + blocks.len)
+                .map(|i| bins.sample_depth(i))
+                .sum::<f64>()
+                / blocks.len as f64
+        })
+        .collect();
+    Ok(DriftEstimate {
+        n_batches,
+        n_blocks: blocks.starts.len(),
+        dshift: shifts.iter().map(|s| settings.binning_depth * s).collect(),
+        block_centres,
+        spike_counts: prints.counts,
+    })
+}
+
+#[cfg(test)]
+mod tests;
