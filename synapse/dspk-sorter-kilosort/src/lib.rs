@@ -14,6 +14,14 @@ pub mod centres;
 pub mod detect;
 pub mod drift;
 mod error;
+
+pub mod preprocess;
+mod probe;
+pub mod report;
+mod settings;
 pub mod universal;
+pub mod windows;
 
 pub use error::{Error, Result};
+pub use probe::SortProbe;
+pub use settings::KilosortSettings;

@@ -1,0 +1,321 @@
+//! The sorter's settings: Kilosort4's names and defaults where it has them
+//! (`../shared/KILOSORT4.md` §1.1), and ours for what goes beyond it.
+//!
+//! Written beside a run's output as JSON under Kilosort4's names (`Th_universal`, `nblocks`,
+//! ...); read back with [`KilosortSettings::from_json`]. Unknown names are an error, so a
+//! typo never silently leaves a default in place.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Error, Result};
+
+/// Every setting of the front half of the sort (preprocessing, drift, universal templates,
+/// detection), with Kilosort 4.1.7's defaults.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct KilosortSettings {
+    /// `batch_size`: samples each window owns (Kilosort's batch, 60 000 = 2 s at 30 kHz).
+    /// Drift is estimated per window of this length.
+    pub batch_size: u64,
+    /// `nblocks`: drift correction; 0 off, 1 rigid (one shift per batch), `n > 1` non-rigid
+    /// with `2n - 1` overlapping blocks along the probe.
+    pub nblocks: usize,
+    /// `Th_universal`: the universal-template score a spike must exceed (whitened units).
+    #[serde(rename = "Th_universal")]
+    pub th_universal: f32,
+    /// `tmin`: seconds of the recording to skip at its start.
+    pub tmin: f64,
+    /// `tmax`: seconds of the recording to sort up to (`None`: to the end).
+    pub tmax: Option<f64>,
+    /// `nt`: template length in samples (odd).
+    pub nt: usize,
+    /// `nt0min`: the trough's index inside a template (`None`: `floor(20 * nt / 61)`).
+    pub nt0min: Option<usize>,
+    /// `nskip`: every `nskip`-th batch enters the whitening covariance.
+    pub nskip: usize,
+    /// `whitening_range`: channels in each channel's local whitening neighbourhood.
+    pub whitening_range: usize,
+    /// `highpass_cutoff`: Hz, third-order Butterworth, zero-phase.
+    pub highpass_cutoff: f64,
+    /// `do_CAR`: subtract the median over channels from every sample (torch's lower median).
+    #[serde(rename = "do_CAR")]
+    pub do_car: bool,
+    /// `invert_sign`: negate the data first.
+    pub invert_sign: bool,
+    /// `binning_depth`: µm per depth bin of the drift fingerprints.
+    pub binning_depth: f64,
+    /// `sig_interp`: µm, width of the Gaussian kernel that interpolates shifted channels.
+    pub sig_interp: f64,
+    /// `drift_smoothing`: Gaussian σ of the drift scores along (shift, batch, block).
+    pub drift_smoothing: [f64; 3],
+    /// `dmin`: µm between rows of template centres (`None`: the median vertical pitch).
+    pub dmin: Option<f64>,
+    /// `dminx`: µm, horizontal spacing of template centres is about `dminx / 2`.
+    pub dminx: f64,
+    /// `min_template_size`: µm, the smallest spatial Gaussian of the universal templates.
+    pub min_template_size: f64,
+    /// `template_sizes`: number of spatial scales (`min_template_size * 1, 2, ...`).
+    pub template_sizes: usize,
+    /// `nearest_chans`: channels per template centre (features are taken on them).
+    pub nearest_chans: usize,
+    /// `nearest_templates`: centres in the spatial maximum of detection.
+    pub nearest_templates: usize,
+    /// `max_channel_distance`: µm; centres farther than this from every channel are dropped.
+    pub max_channel_distance: f64,
+    /// `templates_from_data`: learn the universal templates from the recording; `false` uses
+    /// [`templates_file`](Self::templates_file) (Kilosort's shipped `wTEMP.npz` layout).
+    pub templates_from_data: bool,
+    /// `n_templates`: universal temporal templates (k-means clusters).
+    pub n_templates: usize,
+    /// `n_pcs`: principal components of the spike features.
+    pub n_pcs: usize,
+    /// `Th_single_ch`: threshold of the single-channel peaks universal templates learn from.
+    #[serde(rename = "Th_single_ch")]
+    pub th_single_ch: f32,
+    /// Ours: the `.npz` holding `wTEMP` and `wPCA` when `templates_from_data` is false.
+    pub templates_file: Option<std::path::PathBuf>,
+    /// Ours: seed of the k-means that learns the universal templates (Kilosort seeds numpy's
+    /// global generator with 1).
+    pub templates_seed: u64,
+    /// Ours: device bytes the recording's stored windows may occupy to stay resident between
+    /// passes (read from disk once per sort). `None`: half of the device memory the runtime
+    /// reports (off when it reports none); `Some(0)`: off.
+    pub resident_bytes: Option<u64>,
+}
+
+impl Default for KilosortSettings {
+    fn default() -> Self {
+        Self {
+            batch_size: 60_000,
+            nblocks: 1,
+            th_universal: 9.0,
+            tmin: 0.0,
+            tmax: None,
+            nt: 61,
+            nt0min: None,
+            nskip: 25,
+            whitening_range: 32,
+            highpass_cutoff: 300.0,
+            do_car: true,
+            invert_sign: false,
+            binning_depth: 5.0,
+            sig_interp: 20.0,
+            drift_smoothing: [0.5, 0.5, 0.5],
+            dmin: None,
+            dminx: 32.0,
+            min_template_size: 10.0,
+            template_sizes: 5,
+            nearest_chans: 10,
+            nearest_templates: 100,
+            max_channel_distance: 32.0,
+            templates_from_data: true,
+            n_templates: 6,
+            n_pcs: 6,
+            th_single_ch: 6.0,
+            templates_file: None,
+            templates_seed: 1,
+            resident_bytes: None,
+        }
+    }
+}
+
+impl KilosortSettings {
+    /// The trough index: `nt0min`, or `floor(20 * nt / 61)` (20 for `nt = 61`).
+    #[must_use]
+    pub fn trough(&self) -> usize {
+        self.nt0min.unwrap_or(20 * self.nt / 61)
+    }
+
+    /// Checks every setting's range and the settings that depend on each other.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Setting`] naming the first setting out of range and why.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |name: &'static str, reason: String| Err(Error::Setting { name, reason });
+        if self.nt == 0 || self.nt % 2 == 0 {
+            return bad("nt", format!("must be odd, got {}", self.nt));
+        }
+        if self.trough() >= self.nt {
+            return bad("nt0min", format!("{} is not inside nt = {}", self.trough(), self.nt));
+        }
+        if self.batch_size < self.nt as u64 {
+            return bad(
+                "batch_size",
+                format!("{} samples is shorter than a template (nt = {})", self.batch_size, self.nt),
+            );
+        }
+        for (name, value) in [
+            ("nskip", self.nskip),
+            ("whitening_range", self.whitening_range),
+            ("template_sizes", self.template_sizes),
+            ("nearest_chans", self.nearest_chans),
+            ("nearest_templates", self.nearest_templates),
+            ("n_templates", self.n_templates),
+            ("n_pcs", self.n_pcs),
+        ] {
+            if value == 0 {
+                return bad(name, "must be at least 1".to_string());
+            }
+        }
+        if self.n_pcs > self.nt {
+            return bad("n_pcs", format!("{} components of {}-sample clips", self.n_pcs, self.nt));
+        }
+        for (name, value) in [
+            ("Th_universal", f64::from(self.th_universal)),
+            ("Th_single_ch", f64::from(self.th_single_ch)),
+            ("highpass_cutoff", self.highpass_cutoff),
+            ("binning_depth", self.binning_depth),
+            ("sig_interp", self.sig_interp),
+            ("dminx", self.dminx),
+            ("min_template_size", self.min_template_size),
+            ("max_channel_distance", self.max_channel_distance),
+        ] {
+            if !(value.is_finite() && value > 0.0) {
+                return bad(name, format!("must be positive and finite, got {value}"));
+            }
+        }
+        if let Some(dmin) = self.dmin
+            && !(dmin.is_finite() && dmin > 0.0)
+        {
+            return bad("dmin", format!("must be positive and finite, got {dmin}"));
+        }
+        if self.drift_smoothing.iter().any(|s| !(s.is_finite() && *s >= 0.0)) {
+            return bad(
+                "drift_smoothing",
+                format!("sigmas must be finite and >= 0, got {:?}", self.drift_smoothing),
+            );
+        }
+        if !(self.tmin.is_finite() && self.tmin >= 0.0) {
+            return bad("tmin", format!("must be finite and >= 0, got {}", self.tmin));
+        }
+        if let Some(tmax) = self.tmax
+            && !(tmax > self.tmin)
+        {
+            return bad("tmax", format!("{tmax} s is not after tmin = {} s", self.tmin));
+        }
+        if !self.templates_from_data && self.templates_file.is_none() {
+            return bad(
+                "templates_file",
+                "templates_from_data is false: give the .npz holding wTEMP and wPCA".to_string(),
+            );
+        }
+        Ok(())
+    }
+
+    /// The settings as pretty JSON under Kilosort4's names.
+    #[must_use]
+    pub fn to_json(&self) -> String {
+        // Plain data with finite defaults: serialising cannot fail (a NaN becomes null).
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+
+    /// Settings from JSON (missing names keep their defaults), validated.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Setting`] for malformed JSON, an unknown name, a wrong type or a value out of
+    /// range.
+    pub fn from_json(json: &str) -> Result<Self> {
+        let settings: Self = serde_json::from_str(json).map_err(|e| Error::Setting {
+            name: "settings",
+            reason: e.to_string(),
+        })?;
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    /// Sets one setting from text, as a command line's `--set KEY=VALUE` gives it: `key` is
+    /// the JSON name (`Th_universal`, `nblocks`, ...), `value` JSON (`9`, `true`, `null`,
+    /// `[0.5, 0.5, 0.5]`) or, failing that, a plain string (a path). Validates the result.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Setting`] for an unknown key, a value of the wrong type or out of range; the
+    /// settings are unchanged then.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
+        let mut object = serde_json::to_value(&*self).map_err(|e| Error::Setting {
+            name: "settings",
+            reason: e.to_string(),
+        })?;
+        let Some(map) = object.as_object_mut() else {
+            return Err(Error::Setting {
+                name: "settings",
+                reason: "not an object".to_string(),
+            });
+        };
+        if !map.contains_key(key) {
+            let known: Vec<&str> = map.keys().map(String::as_str).collect();
+            return Err(Error::Setting {
+                name: "settings",
+                reason: format!("unknown setting `{key}`; known: {}", known.join(", ")),
+            });
+        }
+        let parsed = serde_json::from_str(value)
+            .unwrap_or_else(|_| serde_json::Value::String(value.to_string()));
+        map.insert(key.to_string(), parsed);
+        let updated: Self = serde_json::from_value(object).map_err(|e| Error::Setting {
+            name: "settings",
+            reason: format!("{key} = {value}: {e}"),
+        })?;
+        updated.validate()?;
+        *self = updated;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_kilosort4s_and_valid() {
+        let s = KilosortSettings::default();
+        s.validate().unwrap();
+        assert_eq!(s.trough(), 20);
+        assert_eq!((s.batch_size, s.nblocks, s.nskip, s.whitening_range), (60_000, 1, 25, 32));
+        assert_eq!((s.th_universal, s.th_single_ch), (9.0, 6.0));
+    }
+
+    #[test]
+    fn json_round_trip_under_kilosort_names() {
+        let mut s = KilosortSettings::default();
+        s.nblocks = 5;
+        s.dmin = Some(15.0);
+        let json = s.to_json();
+        assert!(json.contains("\"Th_universal\": 9.0"), "{json}");
+        assert!(json.contains("\"do_CAR\": true"), "{json}");
+        assert_eq!(KilosortSettings::from_json(&json).unwrap(), s);
+        // Missing names keep their defaults.
+        let partial = KilosortSettings::from_json(r#"{"nblocks": 0}"#).unwrap();
+        assert_eq!(partial.nblocks, 0);
+        assert_eq!(partial.nt, 61);
+    }
+
+    #[test]
+    fn set_parses_values_and_refuses_bad_ones() {
+        let mut s = KilosortSettings::default();
+        s.set("Th_universal", "8.5").unwrap();
+        s.set("drift_smoothing", "[1, 0.5, 0]").unwrap();
+        s.set("templates_file", "/data/wTEMP.npz").unwrap();
+        s.set("templates_from_data", "false").unwrap();
+        assert_eq!(s.th_universal, 8.5);
+        assert_eq!(s.drift_smoothing, [1.0, 0.5, 0.0]);
+        let before = s.clone();
+        for (key, value, expect) in [
+            ("Th_univrsal", "9", "unknown setting"),
+            ("nt", "60", "odd"),
+            ("nblocks", "-1", "nblocks"),
+            ("nskip", "0", "at least 1"),
+            ("highpass_cutoff", "\"fast\"", "highpass_cutoff"),
+            ("tmax", "0", "not after"),
+        ] {
+            let e = s.set(key, value).unwrap_err().to_string();
+            assert!(e.contains(expect), "{key}={value}: {e}");
+            assert_eq!(s, before, "{key}={value} left the settings changed");
+        }
+        assert!(KilosortSettings::from_json(r#"{"bogus": 1}"#).is_err());
+        let mut file_missing = KilosortSettings::default();
+        assert!(file_missing.set("templates_from_data", "false").is_err());
+    }
+}
