@@ -1,0 +1,272 @@
+//! Universal-template detection kernels (Kilosort4 §5.2, §5.3). Layouts, with `n` the
+//! window's samples per channel: data `x[c * n + t]`; projections `bt[(c * K + k) * n + t]`;
+//! per-centre maps `amax`, `codes`, `pooled` at `g * n + t`; `codes` hold `combo * 2 + negative`.
+//! Every sum runs over its index in increasing order, so results do not depend on scheduling.
+
+use cubecl::prelude::*;
+
+/// Slot of `counters` counting detected spikes.
+pub(super) const FOUND: usize = 0;
+/// Slot of `counters` holding the smallest index of a non-finite sample (`u32::MAX`: none).
+pub(super) const FIRST_BAD: usize = 1;
+
+/// `bt[c, k, t] = sum_j x[c, t + j - nt / 2] * wtemp[k, j]`, samples outside the row read as
+/// zero (their terms are skipped). One unit per `(c, t)`; the unit of a non-finite sample
+/// lowers `counters[FIRST_BAD]` to its index.
+#[cube(launch)]
+pub(super) fn project_templates(
+    x: &[f32],
+    wtemp: &[f32],
+    bt: &mut [f32],
+    counters: &[Atomic<u32>],
+    channels: u32,
+    samples: u32,
+    nt: u32,
+    #[comptime] templates: usize,
+) {
+    let unit = ABSOLUTE_POS;
+    let n = usize::cast_from(samples);
+    if unit < usize::cast_from(channels) * n {
+        let c = unit / n;
+        let t = unit % n;
+        let value = x[unit];
+        if value.is_nan() || value.is_inf() {
+            counters[FIRST_BAD].fetch_min(u32::cast_from(unit));
+        }
+        let len = usize::cast_from(nt);
+        let half = len / 2;
+        let mut acc = Array::<f32>::new(templates);
+        #[unroll]
+        for k in 0..templates {
+            acc[k] = 0.0f32;
+        }
+        // Terms with 0 <= t + j - half < n.
+        let first = half - min(t, half);
+        let last = min(len, n + half - t);
+        let base = c * n + t;
+        for j in first..last {
+            let v = x[base + j - half];
+            #[unroll]
+            for k in 0..templates {
+                acc[k] += v * wtemp[k * len + j];
+            }
+        }
+        #[unroll]
+        for k in 0..templates {
+            bt[(c * templates + k) * n + t] = acc[k];
+        }
+    }
+}
+
+/// For each `(g, t)`: `A[s, k] = sum_i weights[s, g, i] * bt[iC[g, i], k, t]`, and
+/// `amax[g, t] = max |A|` over the combos `s * K + k`, `codes[g, t]` the first combo reaching
+/// it (lowest index) times 2, plus 1 when its `A` is negative. One unit per `(g, t)`.
+#[cube(launch)]
+pub(super) fn score_centres(
+    bt: &[f32],
+    nearest_channels: &[u32],
+    weights: &[f32],
+    amax: &mut [f32],
+    codes: &mut [u32],
+    centres: u32,
+    samples: u32,
+    nc: u32,
+    #[comptime] templates: usize,
+    #[comptime] sizes: usize,
+) {
+    let unit = ABSOLUTE_POS;
+    let n = usize::cast_from(samples);
+    let g_count = usize::cast_from(centres);
+    if unit < g_count * n {
+        let g = unit / n;
+        let t = unit % n;
+        let nc = usize::cast_from(nc);
+        let mut acc = Array::<f32>::new(sizes * templates);
+        #[unroll]
+        for combo in 0..sizes * templates {
+            acc[combo] = 0.0f32;
+        }
+        let mut b = Array::<f32>::new(templates);
+        for i in 0..nc {
+            let c = usize::cast_from(nearest_channels[g * nc + i]);
+            #[unroll]
+            for k in 0..templates {
+                b[k] = bt[(c * templates + k) * n + t];
+            }
+            #[unroll]
+            for s in 0..sizes {
+                let w = weights[(s * g_count + g) * nc + i];
+                #[unroll]
+                for k in 0..templates {
+                    acc[s * templates + k] += w * b[k];
+                }
+            }
+        }
+        let mut best = acc[0].abs();
+        let mut code = select(acc[0] < 0.0f32, 1u32, 0u32);
+        #[unroll]
+        for combo in 1..sizes * templates {
+            let a = acc[combo];
+            let magnitude = a.abs();
+            if magnitude > best {
+                best = magnitude;
+                code = u32::cast_from(combo) * 2 + select(a < 0.0f32, 1u32, 0u32);
+            }
+        }
+        amax[unit] = best;
+        codes[unit] = code;
+    }
+}
+
+/// `pooled[g, t] = max over the nn centres h of nearest_centres[g] of amax[h, t]` (Kilosort's
+/// `Nb`). One unit per `(g, t)`.
+#[cube(launch)]
+pub(super) fn neighbour_max(
+    amax: &[f32],
+    nearest_centres: &[u32],
+    pooled: &mut [f32],
+    centres: u32,
+    samples: u32,
+    nn: u32,
+) {
+    let unit = ABSOLUTE_POS;
+    let n = usize::cast_from(samples);
+    if unit < usize::cast_from(centres) * n {
+        let g = unit / n;
+        let t = unit % n;
+        let nn = usize::cast_from(nn);
+        let mut peak = amax[usize::cast_from(nearest_centres[g * nn]) * n + t];
+        for j in 1..nn {
+            peak = max(
+                peak,
+                amax[usize::cast_from(nearest_centres[g * nn + j]) * n + t],
+            );
+        }
+        pooled[unit] = peak;
+    }
+}
+
+/// Spikes: each `(g, t)` with `t` in `owned_start..owned_start + owned_len`, `amax[g, t] >
+/// threshold` and `amax[g, t] == max over t' in [t - reach, t + reach] (within the row) of
+/// pooled[g, t']`. Each takes slot `counters[FOUND]++` and writes `g * n + t` there when the
+/// slot is below `capacity`. One unit per centre and owned sample.
+#[cube(launch)]
+pub(super) fn select_spikes(
+    amax: &[f32],
+    pooled: &[f32],
+    counters: &[Atomic<u32>],
+    found: &mut [u32],
+    capacity: u32,
+    centres: u32,
+    samples: u32,
+    owned_start: u32,
+    owned_len: u32,
+    reach: u32,
+    threshold: f32,
+) {
+    let unit = ABSOLUTE_POS;
+    let owned = usize::cast_from(owned_len);
+    if unit < usize::cast_from(centres) * owned {
+        let n = usize::cast_from(samples);
+        let g = unit / owned;
+        let t = usize::cast_from(owned_start) + unit % owned;
+        let index = g * n + t;
+        let a = amax[index];
+        if a > threshold {
+            let reach = usize::cast_from(reach);
+            let first = t - min(t, reach);
+            let last = min(t + reach + 1, n);
+            let row = g * n;
+            let mut peak = pooled[row + first];
+            for s in first + 1..last {
+                peak = max(peak, pooled[row + s]);
+            }
+            if a == peak {
+                let slot = counters[FOUND].fetch_add(1);
+                if slot < capacity {
+                    found[usize::cast_from(slot)] = u32::cast_from(index);
+                }
+            }
+        }
+    }
+}
+
+/// Per spike `m` (found at `found[m] = g * n + t`) and nearest channel `i` of its centre:
+/// `features[m, i, p] = sum_j x[iC[g, i], t - nt / 2 + j] * wpca[p, j]` (samples outside the
+/// row read as zero). Unit `i = 0` also writes `props[m] = [amax, x, y]` with `x`, `y` the
+/// means of the channels' positions weighted by `relu(sign * bt[iC[g, i], k, t])` (sign and
+/// `k` from the spike's combo), and `spike_codes[m] = codes[g, t]`. One unit per `(m, i)`.
+#[cube(launch)]
+pub(super) fn spike_features(
+    x: &[f32],
+    bt: &[f32],
+    amax: &[f32],
+    codes: &[u32],
+    found: &[u32],
+    nearest_channels: &[u32],
+    wpca: &[f32],
+    positions: &[f32],
+    features: &mut [f32],
+    props: &mut [f32],
+    spike_codes: &mut [u32],
+    spikes: u32,
+    samples: u32,
+    nc: u32,
+    nt: u32,
+    #[comptime] templates: usize,
+    #[comptime] pcs: usize,
+) {
+    let unit = ABSOLUTE_POS;
+    let nc = usize::cast_from(nc);
+    if unit < usize::cast_from(spikes) * nc {
+        let n = usize::cast_from(samples);
+        let m = unit / nc;
+        let i = unit % nc;
+        let index = usize::cast_from(found[m]);
+        let g = index / n;
+        let t = index % n;
+        let c = usize::cast_from(nearest_channels[g * nc + i]);
+
+        let len = usize::cast_from(nt);
+        let half = len / 2;
+        let mut acc = Array::<f32>::new(pcs);
+        #[unroll]
+        for p in 0..pcs {
+            acc[p] = 0.0f32;
+        }
+        let first = half - min(t, half);
+        let last = min(len, n + half - t);
+        let base = c * n + t;
+        for j in first..last {
+            let v = x[base + j - half];
+            #[unroll]
+            for p in 0..pcs {
+                acc[p] += v * wpca[p * len + j];
+            }
+        }
+        #[unroll]
+        for p in 0..pcs {
+            features[unit * pcs + p] = acc[p];
+        }
+
+        if i == 0 {
+            let code = codes[index];
+            let k = usize::cast_from(code / 2) % templates;
+            let sign = select(code % 2 == 1, -1.0f32, 1.0f32);
+            let mut total = 0.0f32;
+            let mut sum_x = 0.0f32;
+            let mut sum_y = 0.0f32;
+            for q in 0..nc {
+                let channel = usize::cast_from(nearest_channels[g * nc + q]);
+                let r = max(sign * bt[(channel * templates + k) * n + t], 0.0f32);
+                total += r;
+                sum_x += r * positions[2 * channel];
+                sum_y += r * positions[2 * channel + 1];
+            }
+            props[3 * m] = amax[index];
+            props[3 * m + 1] = sum_x / total;
+            props[3 * m + 2] = sum_y / total;
+            spike_codes[m] = code;
+        }
+    }
+}
