@@ -64,7 +64,7 @@ pub struct UniversalDetector {
     positions: DeviceArray<f32>,
     /// `[FOUND, FIRST_BAD]`.
     counters: DeviceArray<u32>,
-    scratch: Option<Scratch>,
+    scratch: Scratch,
     slots: Slots,
 }
 
@@ -184,7 +184,13 @@ impl UniversalDetector {
             weights: upload(client, centres.weights())?,
             positions: upload(client, &positions)?,
             counters: alloc::<u32>(client, 2)?,
-            scratch: None,
+            scratch: Scratch {
+                samples: 0,
+                bt: alloc::<f32>(client, 0)?,
+                amax: alloc::<f32>(client, 0)?,
+                codes: alloc::<u32>(client, 0)?,
+                pooled: alloc::<f32>(client, 0)?,
+            },
             slots: Slots {
                 capacity: 0,
                 found: alloc::<u32>(client, 0)?,
@@ -257,9 +263,7 @@ impl UniversalDetector {
             return Ok(());
         }
         self.reserve_samples(client, n)?;
-        let Some(scratch) = &self.scratch else {
-            unreachable!("reserve_samples allocates the scratch");
-        };
+        let scratch = &self.scratch;
         let values = array.len();
         let (g_count, k_count) = (self.centres, self.templates);
         let maps = g_count * n;
@@ -334,9 +338,7 @@ impl UniversalDetector {
         if found == 0 {
             return Ok(());
         }
-        let Some(scratch) = &self.scratch else {
-            unreachable!("reserve_samples allocates the scratch");
-        };
+        let scratch = &self.scratch;
         let slots = &self.slots;
         let cap = slots.capacity;
         let (nc, pcs) = (self.nc, self.pcs);
@@ -395,9 +397,7 @@ impl UniversalDetector {
 
     /// Queues `select_spikes` on the owned columns (the counters reset before).
     fn select(&self, client: &Client, n: usize, owned: &std::ops::Range<usize>) {
-        let Some(scratch) = &self.scratch else {
-            return;
-        };
+        let scratch = &self.scratch;
         let maps = self.centres * n;
         let units = self.centres * owned.len();
         kernel::select_spikes::launch(
@@ -421,7 +421,7 @@ impl UniversalDetector {
     /// Makes the per-sample scratch hold windows of `samples` samples (reallocated only when
     /// longer than any before).
     fn reserve_samples(&mut self, client: &Client, samples: usize) -> Result<()> {
-        if self.scratch.as_ref().is_some_and(|s| s.samples >= samples) {
+        if self.scratch.samples >= samples {
             return Ok(());
         }
         let bt = self.channels * self.templates * samples;
@@ -436,14 +436,13 @@ impl UniversalDetector {
                 reason: format!("{samples} samples do not fit 32-bit indices"),
             });
         }
-        self.scratch = None; // free the old buffers first
-        self.scratch = Some(Scratch {
+        self.scratch = Scratch {
             samples,
             bt: alloc::<f32>(client, bt)?,
             amax: alloc::<f32>(client, maps)?,
             codes: alloc::<u32>(client, maps)?,
             pooled: alloc::<f32>(client, maps)?,
-        });
+        };
         Ok(())
     }
 

@@ -451,3 +451,58 @@ fn detect_breaks_ties_as_specified() {
         );
     });
 }
+
+/// Time per window at Kilosort4's size: NP1.0 (383 channels, 1532 centres, 10 channels and 100
+/// neighbours each, 5 sizes, 6 templates of 61 samples, 6 PCs), 60 000 owned samples and a
+/// halo, noise with a few hundred spikes. Ignored (minutes on a software renderer); run on a
+/// GPU with `cargo test --release -- --ignored detect_timing --nocapture`.
+#[test]
+#[ignore]
+fn detect_timing_np1_window() {
+    let positions: Vec<[f32; 2]> = (0..384usize)
+        .filter(|&i| i != 191)
+        .map(|i| [[43.0, 11.0, 59.0, 27.0][i % 4], 20.0 * (i / 2) as f32])
+        .collect();
+    let channels = positions.len();
+    let centres =
+        template_centres(&positions, &vec![0; channels], &CentreSettings::default()).unwrap();
+    let mut rng = Rng::new(9);
+    let row = |rng: &mut Rng| -> Vec<f32> {
+        let v: Vec<f32> = (0..61).map(|_| rng.normal() as f32).collect();
+        let norm = v.iter().map(|a| a * a).sum::<f32>().sqrt();
+        v.into_iter().map(|a| a / norm).collect()
+    };
+    let wtemp: Vec<f32> = (0..6).flat_map(|_| row(&mut rng)).collect();
+    let wpca: Vec<f32> = (0..6).flat_map(|_| row(&mut rng)).collect();
+    let templates = UniversalTemplates::new(61, 20, wtemp, wpca).unwrap();
+    // Window 0 owns samples 0..60 000 and reads 0..60 050.
+    let total = 60_050usize;
+    let mut data: Vec<f32> = (0..channels * total).map(|_| rng.normal() as f32).collect();
+    for spike in 0..600 {
+        let (c, start) = (spike * 37 % channels, 100 + spike * 97);
+        for j in 0..61 {
+            data[c * total + start + j] += 40.0 * templates.wtemp()[(spike % 6) * 61 + j];
+        }
+    }
+    let schedule = ChunkSchedule::new(total as u64, 60_000, 50, 50).unwrap();
+    for_each_runtime(|target, client| {
+        let mut detector =
+            UniversalDetector::new(client, channels, &positions, &centres, &templates, 9.0)
+                .unwrap();
+        let halo_window = schedule.window(0).unwrap();
+        let array = DeviceArray::from_host(client, &data, channels, total).unwrap();
+        let window = DeviceWindow::new(array, halo_window).unwrap();
+        for rep in 0..5 {
+            let mut spikes = detector.new_spikes();
+            let started = std::time::Instant::now();
+            detector.detect(client, &window, &mut spikes).unwrap();
+            eprintln!(
+                "detect_timing runtime={target} rep={rep} channels={channels} centres={} \
+                 samples={total} spikes={} ms={:.3}",
+                centres.count(),
+                spikes.len(),
+                started.elapsed().as_secs_f64() * 1e3
+            );
+        }
+    });
+}
