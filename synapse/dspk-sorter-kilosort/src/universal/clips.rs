@@ -4,10 +4,9 @@
 use cubecl::bytes::Bytes;
 use cubecl::client::Client;
 use cubecl::prelude::*;
-use cubecl::server::Handle;
 use cubecl::zspace::Tiling;
 use dspk_ops::launch::{CUBE_DIM, cube_count};
-use dspk_ops::{DeviceArray, DeviceWindow};
+use dspk_ops::{DeviceArray, DeviceWindow, Element};
 
 use super::kernel::{self, ISOLATION_CHANNELS, ISOLATION_SAMPLES, POOL_SAMPLES};
 use crate::{Error, Result};
@@ -57,6 +56,10 @@ impl Default for ClipSettings {
 /// within a window in `(channel, sample)` order. A window whose clips would bring the total
 /// past `max_clips` adds none, and harvesting stops there ([`is_full`](Self::is_full); later
 /// windows add nothing), as Kilosort drops the batch that would overflow and stops.
+///
+/// Which windows to harvest is the caller's choice: Kilosort4 harvests batches 0, 25, 50, ...
+/// of its 60 000-sample batches (and, unlike this harvester, also drops peaks within `nt`
+/// samples of each batch's padded edges, so its clips depend on the batching).
 ///
 /// Per window: three kernel launches, a read-back of the count and the peak list, and (when
 /// clips are kept) an upload of the sorted list, a gather and a read-back of the clips.
@@ -164,13 +167,12 @@ impl ClipHarvester {
         let values = array.len();
         // At most one isolated peak in any block of 7 channels x 31 samples (two in one block
         // would each lie in the other's isolation neighbourhood), so the list cannot overflow.
-        let block_c = 2 * ISOLATION_CHANNELS as usize + 1;
+        let block_c = ISOLATION_CHANNELS as usize + 1;
         let block_s = ISOLATION_SAMPLES as usize + 1;
         let capacity = channels.div_ceil(block_c) * owned.len().div_ceil(block_s);
         let marks = grown(client, &mut self.marks, values)?;
         let list = grown(client, &mut self.list, capacity)?;
         client.write(self.counters.handle(), Bytes::from_elems(vec![0u32; 2]));
-        let input = array.handle();
         let settings = self.settings;
         // All counts below u32::MAX: `values` is a typed array's length and the others are
         // smaller.
@@ -178,9 +180,9 @@ impl ClipHarvester {
             client,
             cube_count(values),
             CubeDim::new_1d(CUBE_DIM),
-            buffer(input, values),
-            buffer(marks.handle(), values),
-            buffer(self.counters.handle(), 2),
+            buffer(array, values),
+            buffer(&marks, values),
+            buffer(&self.counters, 2),
             channels as u32,
             samples as u32,
             settings.th_single_ch,
@@ -189,9 +191,9 @@ impl ClipHarvester {
             client,
             cube_count(channels * owned.len()),
             CubeDim::new_1d(CUBE_DIM),
-            buffer(marks.handle(), values),
-            buffer(self.counters.handle(), 2),
-            buffer(list.handle(), capacity),
+            buffer(&marks, values),
+            buffer(&self.counters, 2),
+            buffer(&list, capacity),
             capacity as u32,
             channels as u32,
             samples as u32,
@@ -234,9 +236,9 @@ impl ClipHarvester {
             client,
             cube_count(out.len()),
             CubeDim::new_1d(CUBE_DIM),
-            buffer(input, values),
-            buffer(sorted.handle(), found),
-            buffer(out.handle(), out.len()),
+            buffer(array, values),
+            buffer(&sorted, found),
+            buffer(&out, out.len()),
             found as u32,
             settings.nt as u32,
             settings.nt0min as u32,
@@ -333,14 +335,18 @@ fn grown(
     }
 }
 
-/// A kernel argument over the first `len` values of `handle`, for the checked launches above
-/// (which bound every access by the declared length). Every caller passes at most the values
-/// its typed array holds.
-fn buffer(handle: &Handle, len: usize) -> BufferArg {
+/// A kernel argument over the first `len` values of `array` (never more than it holds), for
+/// the checked launches above, which bound every access by the declared length.
+///
+/// The crate forbids `unsafe`, and `BufferArg::from_raw_parts` is unsafe because a declared
+/// length past the buffer's end would let a kernel address memory outside it; building the
+/// binding from its public fields instead is sound here only because the length is clamped
+/// to the typed array's.
+fn buffer<E: Element>(array: &DeviceArray<E>, len: usize) -> BufferArg {
     TensorBinding {
-        handle: handle.clone().binding(),
+        handle: array.handle().clone().binding(),
         strides: [1].into(),
-        shape: [len].into(),
+        shape: [len.min(array.len())].into(),
         tiling: Tiling::UNTILED,
     }
     .into_buffer_arg()
@@ -521,6 +527,27 @@ mod tests {
                 assert_eq!(found, clips, "windows of {window}");
             });
         }
+    }
+
+    #[test]
+    fn universal_harvest_keeps_the_densest_isolated_peaks() {
+        // Single-sample spikes every 7 channels and 31 samples: all isolated, as many as the
+        // isolation rule allows.
+        let mut x = vec![0.0f32; CHANNELS * SAMPLES];
+        for c in (0..CHANNELS).step_by(7) {
+            for t in (0..SAMPLES).step_by(31) {
+                x[c * SAMPLES + t] = if t % 2 == 0 { 10.0 } else { -10.0 };
+            }
+        }
+        let settings = ClipSettings::default();
+        let (expected, clips, peaks) = reference(&x, &settings);
+        assert_eq!(peaks, 3 * SAMPLES.div_ceil(31));
+        assert!(expected.len() > 3 * 70, "{}", expected.len());
+        let schedule = ChunkSchedule::symmetric(SAMPLES as u64, SAMPLES as u64, 0).unwrap();
+        for_each_runtime(|_, client| {
+            let harvester = harvest_all(client, &x, &schedule, settings);
+            assert_eq!(sorted(&harvester), (expected.clone(), clips.clone()));
+        });
     }
 
     #[test]

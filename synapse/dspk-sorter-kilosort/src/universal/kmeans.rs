@@ -8,6 +8,8 @@ const MAX_ITERATIONS: usize = 300;
 /// Convergence tolerance on the squared centre shift, relative to the data's mean per-column
 /// variance (sklearn's `tol`).
 const TOLERANCE: f64 = 1e-4;
+/// Fewest points per thread when assigning points to centres.
+const MIN_POINTS_PER_THREAD: usize = 4096;
 
 /// A k-means solution.
 #[derive(Debug, Clone, PartialEq)]
@@ -118,19 +120,41 @@ fn plus_plus(x: &[f64], d: usize, k: usize, rng: &mut SplitMix64) -> Vec<f64> {
 }
 
 /// The nearest centre of each point (the first among equals) and its squared distance.
+///
+/// Points are split over threads in contiguous blocks; each point's result is computed by one
+/// thread in a fixed order, so it does not depend on the number of threads.
 fn assign(x: &[f64], d: usize, centres: &[f64]) -> (Vec<usize>, Vec<f64>) {
-    x.chunks_exact(d)
-        .map(|row| {
-            centres
-                .chunks_exact(d)
-                .enumerate()
-                .map(|(j, centre)| (j, distance2(row, centre)))
-                .fold(
-                    (0, f64::INFINITY),
-                    |best, (j, e)| if e < best.1 { (j, e) } else { best },
-                )
-        })
-        .unzip()
+    let n = x.len() / d;
+    let mut labels = vec![0usize; n];
+    let mut distances = vec![0.0f64; n];
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |t| t.get())
+        .min(n.div_ceil(MIN_POINTS_PER_THREAD))
+        .max(1);
+    let block = n.div_ceil(threads).max(1);
+    std::thread::scope(|scope| {
+        for ((rows, labels), distances) in x
+            .chunks(block * d)
+            .zip(labels.chunks_mut(block))
+            .zip(distances.chunks_mut(block))
+        {
+            scope.spawn(move || {
+                for ((row, label), distance) in rows.chunks_exact(d).zip(labels).zip(distances) {
+                    (*label, *distance) = centres
+                        .chunks_exact(d)
+                        .enumerate()
+                        .map(|(j, centre)| (j, distance2(row, centre)))
+                        .fold(
+                            (0, f64::INFINITY),
+                            |best, (j, e)| {
+                                if e < best.1 { (j, e) } else { best }
+                            },
+                        );
+                }
+            });
+        }
+    });
+    (labels, distances)
 }
 
 /// The means of the clusters `labels` gives, `k x d`; an empty cluster takes a far point (see
