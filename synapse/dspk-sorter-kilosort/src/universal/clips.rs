@@ -530,6 +530,39 @@ mod tests {
     }
 
     #[test]
+    fn universal_harvest_then_learn_finds_the_injected_waveform() {
+        let x = recording(11);
+        let schedule = ChunkSchedule::symmetric(SAMPLES as u64, 1000, 40).unwrap();
+        // The injected main-channel waveform, unit norm, peak at index 20.
+        let shape: Vec<f64> = (-20..41)
+            .map(|j| {
+                let j = f64::from(j);
+                (-(j * j) / 6.0).exp() - 0.3 * (-(j - 9.0).powi(2) / 40.0).exp()
+            })
+            .collect();
+        let norm = shape.iter().map(|v| v * v).sum::<f64>().sqrt();
+        for_each_runtime(|_, client| {
+            let harvester = harvest_all(client, &x, &schedule, ClipSettings::default());
+            // Spikes of either sign: two templates, one per sign.
+            let templates =
+                crate::universal::learn_templates(harvester.clips(), 61, 20, 2, 3, 1).unwrap();
+            let mut signs: Vec<f64> = templates
+                .wtemp()
+                .chunks_exact(61)
+                .map(|t| {
+                    t.iter()
+                        .zip(&shape)
+                        .map(|(&a, b)| f64::from(a) * b)
+                        .sum::<f64>()
+                        / norm
+                })
+                .collect();
+            signs.sort_by(f64::total_cmp);
+            assert!(signs[0] < -0.97 && signs[1] > 0.97, "{signs:?}");
+        });
+    }
+
+    #[test]
     fn universal_harvest_keeps_the_densest_isolated_peaks() {
         // Single-sample spikes every 7 channels and 31 samples: all isolated, as many as the
         // isolation rule allows.
