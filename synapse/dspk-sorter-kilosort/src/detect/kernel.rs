@@ -1,6 +1,6 @@
 //! Universal-template detection kernels (Kilosort4 §5.2, §5.3). Layouts, with `n` the
 //! window's samples per channel: data `x[c * n + t]`; projections `bt[(c * K + k) * n + t]`;
-//! per-centre maps `amax`, `codes`, `pooled` at `g * n + t`; `codes` hold `combo * 2 + negative`.
+//! per-centre maps `amax`, `codes` at `g * n + t`; `codes` hold `combo * 2 + negative`.
 //! Every sum runs over its index in increasing order, so results do not depend on scheduling.
 
 use cubecl::prelude::*;
@@ -118,47 +118,23 @@ pub(super) fn score_centres(
     }
 }
 
-/// `pooled[g, t] = max over the nn centres h of nearest_centres[g] of amax[h, t]` (Kilosort's
-/// `Nb`). One unit per `(g, t)`.
-#[cube(launch)]
-pub(super) fn neighbour_max(
-    amax: &[f32],
-    nearest_centres: &[u32],
-    pooled: &mut [f32],
-    centres: u32,
-    samples: u32,
-    nn: u32,
-) {
-    let unit = ABSOLUTE_POS;
-    let n = usize::cast_from(samples);
-    if unit < usize::cast_from(centres) * n {
-        let g = unit / n;
-        let t = unit % n;
-        let nn = usize::cast_from(nn);
-        let mut peak = amax[usize::cast_from(nearest_centres[g * nn]) * n + t];
-        for j in 1..nn {
-            peak = max(
-                peak,
-                amax[usize::cast_from(nearest_centres[g * nn + j]) * n + t],
-            );
-        }
-        pooled[unit] = peak;
-    }
-}
-
 /// Spikes: each `(g, t)` with `t` in `owned_start..owned_start + owned_len`, `amax[g, t] >
-/// threshold` and `amax[g, t] == max over t' in [t - reach, t + reach] (within the row) of
-/// pooled[g, t']`. Each takes slot `counters[FOUND]++` and writes `g * n + t` there when the
-/// slot is below `capacity`. One unit per centre and owned sample.
+/// threshold` and no larger `amax[h, t']` among the `nn` centres `h` of `nearest_centres[g]`
+/// and the columns `t'` within `reach` of `t` (and within the row). That is Kilosort's
+/// `Amax == Np`, `Np` being the time max-pool of the neighbour max-pool, which is at least
+/// `amax[g, t]` (`g` is its own first neighbour); the scan stops at the first larger value.
+/// Each spike takes slot `counters[FOUND]++` and writes `g * n + t` there when the slot is
+/// below `capacity`. One unit per centre and owned sample.
 #[cube(launch)]
 pub(super) fn select_spikes(
     amax: &[f32],
-    pooled: &[f32],
+    nearest_centres: &[u32],
     counters: &[Atomic<u32>],
     found: &mut [u32],
     capacity: u32,
     centres: u32,
     samples: u32,
+    nn: u32,
     owned_start: u32,
     owned_len: u32,
     reach: u32,
@@ -176,12 +152,19 @@ pub(super) fn select_spikes(
             let reach = usize::cast_from(reach);
             let first = t - min(t, reach);
             let last = min(t + reach + 1, n);
-            let row = g * n;
-            let mut peak = pooled[row + first];
-            for s in first + 1..last {
-                peak = max(peak, pooled[row + s]);
+            let nn = usize::cast_from(nn);
+            let mut peak = true;
+            let mut j = 0;
+            while peak && j < nn {
+                let row = usize::cast_from(nearest_centres[g * nn + j]) * n;
+                let mut s = first;
+                while peak && s < last {
+                    peak = amax[row + s] <= a;
+                    s += 1;
+                }
+                j += 1;
             }
-            if a == peak {
+            if peak {
                 let slot = counters[FOUND].fetch_add(1);
                 if slot < capacity {
                     found[usize::cast_from(slot)] = u32::cast_from(index);

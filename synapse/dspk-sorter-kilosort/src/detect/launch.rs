@@ -28,7 +28,9 @@ const INITIAL_CAPACITY: usize = 1 << 12;
 /// 3. `Nb[g, t]` = the largest `Amax` of the `nn` centres nearest `g`, and `Np[g, t]` the
 ///    largest `Nb[g, t']` for `t'` within `nt0min` samples of `t` (and within the array);
 /// 4. a spike at every owned column `t` with `Amax[g, t] == Np[g, t]` (exact equality: two
-///    equal maxima both fire) and `Amax[g, t] > threshold`;
+///    equal maxima both fire) and `Amax[g, t] > threshold`. Steps 3 and 4 run as one kernel
+///    that, only where `Amax > threshold`, looks for a larger `Amax` among the neighbours and
+///    columns the two max-pools span (the same test; `Nb` and `Np` are never stored);
 /// 5. per spike, the position (channel positions weighted by `relu(sign * Bt[iC[i, g], k, t])`)
 ///    and the PC features `sum_j X[iC[i, g], t - nt / 2 + j] * wPCA[p, j]` of the raw window.
 ///
@@ -39,9 +41,10 @@ const INITIAL_CAPACITY: usize = 1 << 12;
 /// the spikes do not depend on how the recording is cut into windows.
 ///
 /// All sums run in a fixed order and no float atomics are used: results do not depend on
-/// thread scheduling. Device memory: `channels * K + 3 * G` `f32` per window sample (the
-/// projections and three per-centre maps), allocated for the longest window seen and reused,
-/// plus `nc * (P + 1) + 5` values per spike slot.
+/// thread scheduling. Device memory: `channels * K + 2 * G` 4-byte values per window sample
+/// (the projections, and each centre's best score and combo), allocated for the longest
+/// window seen and reused, plus `nc * P + 5` values per spike slot (grown to the most spikes
+/// one window had).
 #[derive(Debug)]
 pub struct UniversalDetector {
     channels: usize,
@@ -77,7 +80,6 @@ struct Scratch {
     /// `[G, samples]` each.
     amax: DeviceArray<f32>,
     codes: DeviceArray<u32>,
-    pooled: DeviceArray<f32>,
 }
 
 /// Per-spike buffers, sized for `capacity` spikes.
@@ -189,7 +191,6 @@ impl UniversalDetector {
                 bt: alloc::<f32>(client, 0)?,
                 amax: alloc::<f32>(client, 0)?,
                 codes: alloc::<u32>(client, 0)?,
-                pooled: alloc::<f32>(client, 0)?,
             },
             slots: Slots {
                 capacity: 0,
@@ -302,17 +303,6 @@ impl UniversalDetector {
             k_count,
             self.sizes,
         );
-        kernel::neighbour_max::launch(
-            client,
-            cube_count(maps),
-            CubeDim::new_1d(CUBE_DIM),
-            buffer(&scratch.amax, maps),
-            buffer(&self.nearest_centres, g_count * self.nn),
-            buffer(&scratch.pooled, maps),
-            g_count as u32,
-            n as u32,
-            self.nn as u32,
-        );
         self.select(client, n, &owned);
         let [mut found, first_bad] = read_counters(client, &self.counters)?;
         if first_bad != u32::MAX {
@@ -405,12 +395,13 @@ impl UniversalDetector {
             cube_count(units),
             CubeDim::new_1d(CUBE_DIM),
             buffer(&scratch.amax, maps),
-            buffer(&scratch.pooled, maps),
+            buffer(&self.nearest_centres, self.centres * self.nn),
             buffer(&self.counters, 2),
             buffer(&self.slots.found, self.slots.capacity),
             self.slots.capacity as u32,
             self.centres as u32,
             n as u32,
+            self.nn as u32,
             owned.start as u32,
             owned.len() as u32,
             self.nt0min as u32,
@@ -441,7 +432,6 @@ impl UniversalDetector {
             bt: alloc::<f32>(client, bt)?,
             amax: alloc::<f32>(client, maps)?,
             codes: alloc::<u32>(client, maps)?,
-            pooled: alloc::<f32>(client, maps)?,
         };
         Ok(())
     }
