@@ -11,8 +11,8 @@ pub(super) const FOUND: usize = 0;
 pub(super) const FIRST_BAD: usize = 1;
 
 /// `bt[c, k, t] = sum_j x[c, t + j - nt / 2] * wtemp[k, j]`, samples outside the row read as
-/// zero (their terms are skipped). One unit per `(c, t)`; the unit of a non-finite sample
-/// lowers `counters[FIRST_BAD]` to its index.
+/// zero. One unit per channel and `tile` consecutive columns (each weight it loads serves
+/// `tile` columns); the unit of a non-finite sample lowers `counters[FIRST_BAD]` to its index.
 #[cube(launch)]
 pub(super) fn project_templates(
     x: &[f32],
@@ -23,37 +23,63 @@ pub(super) fn project_templates(
     samples: u32,
     nt: u32,
     #[comptime] templates: usize,
+    #[comptime] tile: usize,
 ) {
-    let unit = ABSOLUTE_POS;
     let n = usize::cast_from(samples);
-    if unit < usize::cast_from(channels) * n {
-        let c = unit / n;
-        let t = unit % n;
-        let value = x[unit];
-        if value.is_nan() || value.is_inf() {
-            counters[FIRST_BAD].fetch_min(u32::cast_from(unit));
+    let tiles = n.div_ceil(tile);
+    let unit = ABSOLUTE_POS;
+    if unit < usize::cast_from(channels) * tiles {
+        let c = unit / tiles;
+        let t0 = (unit % tiles) * tile;
+        let row = c * n;
+        #[unroll]
+        for q in 0..tile {
+            let t = t0 + q;
+            if t < n {
+                let value = x[row + t];
+                if value.is_nan() || value.is_inf() {
+                    counters[FIRST_BAD].fetch_min(u32::cast_from(row + t));
+                }
+            }
         }
         let len = usize::cast_from(nt);
         let half = len / 2;
-        let mut acc = Array::<f32>::new(templates);
+        let mut acc = Array::<f32>::new(tile * templates);
         #[unroll]
-        for k in 0..templates {
-            acc[k] = 0.0f32;
+        for e in 0..tile * templates {
+            acc[e] = 0.0f32;
         }
-        // Terms with 0 <= t + j - half < n.
-        let first = half - min(t, half);
-        let last = min(len, n + half - t);
-        let base = c * n + t;
-        for j in first..last {
-            let v = x[base + j - half];
+        let mut w = Array::<f32>::new(templates);
+        for j in 0..len {
             #[unroll]
             for k in 0..templates {
-                acc[k] += v * wtemp[k * len + j];
+                w[k] = wtemp[k * len + j];
+            }
+            #[unroll]
+            for q in 0..tile {
+                // Sample `t0 + q + j - half`, read as 0 outside `0..n`.
+                let shifted = t0 + q + j;
+                let inside = shifted >= half && shifted < n + half;
+                let v = select(
+                    inside,
+                    x[row + min(max(shifted, half), n + half - 1) - half],
+                    0.0f32,
+                );
+                #[unroll]
+                for k in 0..templates {
+                    acc[q * templates + k] += v * w[k];
+                }
             }
         }
         #[unroll]
-        for k in 0..templates {
-            bt[(c * templates + k) * n + t] = acc[k];
+        for q in 0..tile {
+            let t = t0 + q;
+            if t < n {
+                #[unroll]
+                for k in 0..templates {
+                    bt[(c * templates + k) * n + t] = acc[q * templates + k];
+                }
+            }
         }
     }
 }

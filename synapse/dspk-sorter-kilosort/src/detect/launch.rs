@@ -13,6 +13,10 @@ use crate::centres::TemplateCentres;
 use crate::universal::UniversalTemplates;
 use crate::{Error, Result};
 
+/// Columns one unit of the projection kernel computes: each template weight it loads serves
+/// this many.
+const PROJECTION_TILE: usize = 8;
+
 /// Spike slots allocated before the first window (grown to the most spikes one window had).
 const INITIAL_CAPACITY: usize = 1 << 12;
 
@@ -277,7 +281,7 @@ impl UniversalDetector {
         // checked by `reserve_samples`.
         kernel::project_templates::launch(
             client,
-            cube_count(values),
+            cube_count(self.channels * n.div_ceil(PROJECTION_TILE)),
             CubeDim::new_1d(CUBE_DIM),
             buffer(array, values),
             buffer(&self.wtemp, k_count * self.nt),
@@ -287,6 +291,7 @@ impl UniversalDetector {
             n as u32,
             self.nt as u32,
             k_count,
+            PROJECTION_TILE,
         );
         kernel::score_centres::launch(
             client,
