@@ -100,6 +100,16 @@ impl TemplateCentres {
         &self.positions
     }
 
+    /// Position `[x, y]` (um) of centre `g`.
+    ///
+    /// # Panics
+    ///
+    /// When `g >= count()`.
+    #[must_use]
+    pub fn position(&self, g: usize) -> [f32; 2] {
+        self.positions[g]
+    }
+
     /// The `dmin` used (the setting, or the one picked from the probe).
     #[must_use]
     pub fn dmin(&self) -> f32 {
