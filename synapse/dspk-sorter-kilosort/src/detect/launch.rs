@@ -229,9 +229,10 @@ impl UniversalDetector {
     ///
     /// # Errors
     ///
-    /// [`Error::Input`] when the window does not have the detector's channels, `spikes` is
-    /// shaped for other `nc` or `P`, or a sample of the window's array (halos included) is NaN
-    /// or infinite (naming the first one; `spikes` is left as it was); [`Error::Ops`] when the
+    /// [`Error::Input`] when the window does not have the detector's channels, `spikes` holds
+    /// spikes of another `nc` or `P` (empty spikes, such as `Spikes::default()`, take the
+    /// detector's), or a sample of the window's array (halos included) is NaN
+    /// or infinite (naming the first one; no spike is added); [`Error::Ops`] when the
     /// window's buffers exceed the device's limits; [`Error::Device`] when the device fails.
     pub fn detect(
         &mut self,
@@ -250,7 +251,7 @@ impl UniversalDetector {
                 ),
             });
         }
-        if spikes.nc() != self.nc || spikes.p() != self.pcs {
+        if !spikes.adopt_shape(self.nc, self.pcs) {
             return Err(Error::Input {
                 what: "spikes",
                 reason: format!(

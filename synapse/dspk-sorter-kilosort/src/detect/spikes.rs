@@ -65,6 +65,15 @@ impl Spikes {
         self.p
     }
 
+    /// Gives empty spikes the shape `nc x p`; whether the spikes have that shape.
+    pub(super) fn adopt_shape(&mut self, nc: usize, p: usize) -> bool {
+        if self.is_empty() {
+            self.nc = nc;
+            self.p = p;
+        }
+        self.nc == nc && self.p == p
+    }
+
     /// Host bytes one spike takes across all fields.
     #[must_use]
     pub fn bytes_per_spike(&self) -> usize {

@@ -399,8 +399,14 @@ fn detect_rejects_mismatched_shapes() {
             .window(0)
             .unwrap();
         let window = DeviceWindow::new(array, halo_window).unwrap();
+        // Empty spikes of any shape take the detector's; others must have it.
+        let mut spikes = Spikes::default();
+        detector.detect(client, &window, &mut spikes).unwrap();
+        assert_eq!((spikes.nc(), spikes.p()), (7, 3));
+        let mut other = Spikes::new(7, 4);
+        other.sample.push(0);
         assert!(matches!(
-            detector.detect(client, &window, &mut Spikes::new(7, 4)),
+            detector.detect(client, &window, &mut other),
             Err(Error::Input { .. })
         ));
     });
