@@ -14,7 +14,7 @@ pub mod centres;
 pub mod detect;
 pub mod drift;
 mod error;
-
+pub mod front;
 pub mod preprocess;
 mod probe;
 pub mod report;

@@ -1,0 +1,315 @@
+//! The front half of a Kilosort4 sort (`../shared/KILOSORT4.md` §2-5): preprocessing fit,
+//! universal templates, drift estimation and correction, detection with universal templates.
+//! Every pass runs on the device through [`DeviceWindows`]; only results come back (the
+//! covariance, clips, spikes).
+//!
+//! Differences from Kilosort 4.1.7, each on purpose:
+//! - the universal templates are learned once, from the whitened recording, and used by both
+//!   detection passes (Kilosort learns them again after drift correction, from a random
+//!   draw that depends on the drift pass);
+//! - a batch without spikes gets no drift shift (Kilosort shifts it by about -675 µm,
+//!   §3.3), see [`drift`](crate::drift);
+//! - the filter and offsets of [`preprocess`](crate::preprocess), and windows whose spikes
+//!   see real data across window edges (Kilosort's batches see only their own samples in the
+//!   maximum over ±`nt0min` samples, so a spike near a batch edge can be found twice).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use cubecl::client::Client;
+use dspk_core::{ComputeTarget, RecordingSource};
+use dspk_ops::ChannelMixing;
+use dspk_ops::linalg::WhiteningMatrix;
+
+use crate::centres::{CentreSettings, TemplateCentres, template_centres};
+use crate::detect::{Spikes, UniversalDetector};
+use crate::drift::{DriftEstimate, DriftSettings, DriftSpikes, ShiftInterpolation, compose, estimate_drift};
+use crate::preprocess::{Preprocessing, Whitener, channel_offsets, fit_whitening};
+use crate::report::{Progress, StageReport};
+use crate::universal::{ClipHarvester, ClipSettings, UniversalTemplates, learn_templates};
+use crate::windows::{DeviceWindows, PassReport, resident_budget};
+use crate::{Error, KilosortSettings, Result, SortProbe};
+
+/// Kilosort4 harvests universal-template clips from every 25th batch, whatever `nskip` says.
+pub const TEMPLATE_BATCH_STRIDE: usize = 25;
+
+/// How the recording is cut and where it goes, beyond the settings.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// Samples each window owns (`None`: `batch_size`). Another length is allowed only with
+    /// drift correction off (`nblocks = 0`): drift shifts are per batch.
+    pub window: Option<u64>,
+    /// The device the client belongs to, so the reader can page-lock its buffers for it.
+    pub target: Option<ComputeTarget>,
+}
+
+/// What the front half found: spikes with their features on the drift-corrected recording,
+/// and everything fitted on the way.
+#[derive(Debug)]
+pub struct FrontHalf {
+    /// The detected spikes (time, centre, amplitude, position, features).
+    pub spikes: Spikes,
+    /// The universal templates detection used.
+    pub templates: UniversalTemplates,
+    /// The local whitening matrix (`Wrot`).
+    pub whitening: WhiteningMatrix,
+    /// The per-channel offsets subtracted before the common reference.
+    pub offsets: Vec<f32>,
+    /// The template centres.
+    pub centres: TemplateCentres,
+    /// The drift estimate (`None` with `nblocks = 0`).
+    pub drift: Option<DriftEstimate>,
+    /// One report per stage, in order.
+    pub stages: Vec<StageReport>,
+}
+
+/// Runs the front half of Kilosort4 on `source` read through `probe`, on `client`.
+/// `progress` hears after every window of every pass.
+///
+/// # Errors
+///
+/// [`Error::Setting`] for settings out of range or inconsistent with the options;
+/// [`Error::Input`] for a recording shorter than a template, a probe naming channels the
+/// recording lacks, NaN or infinite samples; read and device errors.
+pub fn run_front(
+    client: &Client,
+    source: Arc<dyn RecordingSource>,
+    probe: &SortProbe,
+    settings: &KilosortSettings,
+    options: &RunOptions,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<FrontHalf> {
+    settings.validate()?;
+    let info = source.info().clone();
+    check_input(&info, probe, settings)?;
+    let batch = settings.batch_size;
+    let window = options.window.unwrap_or(batch);
+    if settings.nblocks > 0 && window != batch {
+        return Err(Error::Setting {
+            name: "nblocks",
+            reason: format!(
+                "drift correction shifts whole batches: windows of {window} samples need batch_size = {window} or nblocks = 0"
+            ),
+        });
+    }
+    let (nt, nt0min) = (settings.nt, settings.trough());
+    let mut stages = Vec::new();
+
+    // Offsets: the mean of each channel over the first batch.
+    let sign = if settings.invert_sign { -1.0 } else { 1.0 };
+    let first = 0..batch.min(info.num_samples);
+    let offsets = channel_offsets(source.as_ref(), probe.channels(), first, sign)?;
+    let preprocessing = Preprocessing::new(offsets.clone(), settings, info.sample_rate.as_hz())?;
+    let extra_halo = (nt + nt0min) as u64;
+    let budget = resident_budget(client, settings.resident_bytes);
+    let mut windows = DeviceWindows::new(
+        client,
+        source,
+        probe.channels().to_vec(),
+        window,
+        extra_halo,
+        options.target,
+        preprocessing,
+        budget,
+    )?;
+    let max_samples = windows.max_read_len();
+    let batches = info.num_samples.div_ceil(batch) as usize;
+
+    // Whitening.
+    let (whitening, pass) = fit_whitening(client, &mut windows, probe, settings, progress)?;
+    stages.push(StageReport::new(client, pass, None));
+    let sparse = Whitener::sparse(client, &whitening)?;
+    let mut whitener = Whitener::new(client, sparse, max_samples)?;
+
+    // Universal templates.
+    let templates = if settings.templates_from_data {
+        let clip_settings = ClipSettings {
+            th_single_ch: settings.th_single_ch,
+            nt,
+            nt0min,
+            ..ClipSettings::default()
+        };
+        let mut harvester = ClipHarvester::new(client, probe.len(), clip_settings)?;
+        check_halo("clip harvest", harvester.halo(), extra_halo)?;
+        let pass = windows.pass("universal templates", progress, |w| {
+            let index = (w.window().valid().start / batch) as usize;
+            if index % TEMPLATE_BATCH_STRIDE == 0 && !harvester.is_full() {
+                harvester.harvest(client, whitener.whiten(client, w)?)?;
+            }
+            Ok(())
+        })?;
+        stages.push(StageReport::new(client, pass, None));
+        let started = Instant::now();
+        let learned = learn_templates(
+            harvester.clips(),
+            nt,
+            nt0min,
+            settings.n_templates,
+            settings.n_pcs,
+            settings.templates_seed,
+        )?;
+        stages.push(StageReport::new(client, host_step("template learning", started), None));
+        learned
+    } else {
+        let path = settings.templates_file.as_ref().ok_or(Error::Setting {
+            name: "templates_file",
+            reason: "templates_from_data is false but no file is given".to_string(),
+        })?;
+        let file = UniversalTemplates::from_npz(path)?;
+        if file.nt() != nt {
+            return Err(Error::Setting {
+                name: "templates_file",
+                reason: format!("{} holds templates of {} samples, nt is {nt}", path.display(), file.nt()),
+            });
+        }
+        file
+    };
+
+    // Centres and the detector.
+    let centre_settings = CentreSettings {
+        dmin: settings.dmin,
+        dminx: settings.dminx,
+        max_channel_distance: settings.max_channel_distance,
+        nearest_chans: settings.nearest_chans,
+        nearest_templates: settings.nearest_templates,
+        min_template_size: settings.min_template_size,
+        template_sizes: settings.template_sizes,
+    };
+    let centres = template_centres(probe.positions(), probe.shanks(), &centre_settings)?;
+    let mut detector = UniversalDetector::new(
+        client,
+        probe.len(),
+        probe.positions(),
+        &centres,
+        &templates,
+        settings.th_universal,
+    )?;
+    check_halo("detection", detector.halo(), extra_halo)?;
+
+    // Drift.
+    let drift = if settings.nblocks > 0 {
+        let mut found = Spikes::default();
+        let pass = windows.pass("drift detection", progress, |w| {
+            detector.detect(client, whitener.whiten(client, w)?, &mut found)
+        })?;
+        stages.push(StageReport::new(client, pass, Some(found.len())));
+        let started = Instant::now();
+        let depth: Vec<f64> = found.depth.iter().map(|&d| f64::from(d)).collect();
+        let amplitude: Vec<f64> = found.amplitude.iter().map(|&a| f64::from(a)).collect();
+        let batch_of: Vec<usize> = found.sample.iter().map(|&s| (s / batch) as usize).collect();
+        let channel_y: Vec<f32> = probe.positions().iter().map(|p| p[1]).collect();
+        let estimate = estimate_drift(
+            &channel_y,
+            &DriftSpikes {
+                depth: &depth,
+                amplitude: &amplitude,
+                batch: &batch_of,
+            },
+            batches,
+            &drift_settings(settings),
+        )?;
+        stages.push(StageReport::new(client, host_step("drift registration", started), None));
+        Some(estimate)
+    } else {
+        None
+    };
+
+    // Detection on the drift-corrected recording.
+    let mut spikes = Spikes::default();
+    let pass = match &drift {
+        None => windows.pass("detection", progress, |w| {
+            detector.detect(client, whitener.whiten(client, w)?, &mut spikes)
+        })?,
+        Some(estimate) => {
+            let x: Vec<f32> = probe.positions().iter().map(|p| p[0]).collect();
+            let y: Vec<f32> = probe.positions().iter().map(|p| p[1]).collect();
+            let interpolation = ShiftInterpolation::new(&x, &y, settings.sig_interp)?;
+            let wrot = whitening.dense();
+            let channels = probe.len();
+            windows.pass("detection", progress, |w| {
+                let b = (w.window().valid().start / batch) as usize;
+                let shifts = estimate.batch_shifts(b).ok_or(Error::Input {
+                    what: "drift",
+                    reason: format!("no shift for batch {b}"),
+                })?;
+                let shift = interpolation.matrix(shifts, estimate.block_centres())?;
+                let matrix = compose(&shift, &wrot, channels)?;
+                whitener.set_mixing(ChannelMixing::from_dense(client, &matrix, channels)?)?;
+                detector.detect(client, whitener.whiten(client, w)?, &mut spikes)
+            })?
+        }
+    };
+    stages.push(StageReport::new(client, pass, Some(spikes.len())));
+
+    Ok(FrontHalf {
+        spikes,
+        templates,
+        whitening,
+        offsets,
+        centres,
+        drift,
+        stages,
+    })
+}
+
+/// Kilosort4's drift settings out of ours.
+#[must_use]
+pub fn drift_settings(settings: &KilosortSettings) -> DriftSettings {
+    DriftSettings {
+        nblocks: settings.nblocks,
+        binning_depth: settings.binning_depth,
+        sig_interp: settings.sig_interp,
+        drift_smoothing: settings.drift_smoothing,
+        th_universal: f64::from(settings.th_universal),
+    }
+}
+
+/// The report of a host step (no windows, no bytes).
+fn host_step(name: &'static str, started: Instant) -> PassReport {
+    PassReport {
+        name,
+        windows: 0,
+        resident_windows: 0,
+        read_bytes: 0,
+        uploaded_bytes: 0,
+        wall: started.elapsed(),
+    }
+}
+
+/// The recording and probe agree and the recording is long enough to sort.
+fn check_input(
+    info: &dspk_core::RecordingInfo,
+    probe: &SortProbe,
+    settings: &KilosortSettings,
+) -> Result<()> {
+    if let Some(&c) = probe.channels().iter().find(|&&c| c >= info.num_channels()) {
+        return Err(Error::Input {
+            what: "probe",
+            reason: format!(
+                "it names recording channel {c}, but the recording has {} channels",
+                info.num_channels()
+            ),
+        });
+    }
+    if info.num_samples < settings.nt as u64 {
+        return Err(Error::Input {
+            what: "recording",
+            reason: format!(
+                "{} samples is shorter than one template ({} samples)",
+                info.num_samples, settings.nt
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// A stage's halo fits in the halo the windows carry.
+fn check_halo(stage: &str, needed: usize, carried: u64) -> Result<()> {
+    if needed as u64 > carried {
+        return Err(Error::Setting {
+            name: "nt",
+            reason: format!("{stage} needs {needed} samples of halo, the windows carry {carried}"),
+        });
+    }
+    Ok(())
+}
