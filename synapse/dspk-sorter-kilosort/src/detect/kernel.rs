@@ -96,7 +96,7 @@ pub(super) fn score_centres(
     codes: &mut [u32],
     centres: u32,
     samples: u32,
-    nc: u32,
+    #[comptime] nc: usize,
     #[comptime] templates: usize,
     #[comptime] sizes: usize,
 ) {
@@ -106,13 +106,13 @@ pub(super) fn score_centres(
     if unit < g_count * n {
         let g = unit / n;
         let t = unit % n;
-        let nc = usize::cast_from(nc);
         let mut acc = Array::<f32>::new(sizes * templates);
         #[unroll]
         for combo in 0..sizes * templates {
             acc[combo] = 0.0f32;
         }
         let mut b = Array::<f32>::new(templates);
+        #[unroll]
         for i in 0..nc {
             let c = usize::cast_from(nearest_channels[g * nc + i]);
             #[unroll]

@@ -305,7 +305,7 @@ impl UniversalDetector {
             buffer(&scratch.codes, maps),
             g_count as u32,
             n as u32,
-            self.nc as u32,
+            self.nc,
             k_count,
             self.sizes,
         );
