@@ -285,7 +285,7 @@ fn keep(
     channels: usize,
     window: &HaloWindow,
 ) -> Result<StoredArray> {
-    let handle = if bytes.len() % 4 == 0 {
+    let handle = if bytes.len().is_multiple_of(4) {
         client.create(bytes)
     } else {
         let mut padded = bytes.to_vec();

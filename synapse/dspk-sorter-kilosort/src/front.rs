@@ -23,7 +23,9 @@ use dspk_ops::linalg::WhiteningMatrix;
 
 use crate::centres::{CentreSettings, TemplateCentres, template_centres};
 use crate::detect::{Spikes, UniversalDetector};
-use crate::drift::{DriftEstimate, DriftSettings, DriftSpikes, ShiftInterpolation, compose, estimate_drift};
+use crate::drift::{
+    DriftEstimate, DriftSettings, DriftSpikes, ShiftInterpolation, compose, estimate_drift,
+};
 use crate::preprocess::{Preprocessing, Whitener, channel_offsets, fit_whitening};
 use crate::report::{Progress, StageReport};
 use crate::universal::{ClipHarvester, ClipSettings, UniversalTemplates, learn_templates};
@@ -133,7 +135,7 @@ pub fn run_front(
         check_halo("clip harvest", harvester.halo(), extra_halo)?;
         let pass = windows.pass("universal templates", progress, |w| {
             let index = (w.window().valid().start / batch) as usize;
-            if index % TEMPLATE_BATCH_STRIDE == 0 && !harvester.is_full() {
+            if index.is_multiple_of(TEMPLATE_BATCH_STRIDE) && !harvester.is_full() {
                 harvester.harvest(client, whitener.whiten(client, w)?)?;
             }
             Ok(())
@@ -148,7 +150,11 @@ pub fn run_front(
             settings.n_pcs,
             settings.templates_seed,
         )?;
-        stages.push(StageReport::new(client, host_step("template learning", started), None));
+        stages.push(StageReport::new(
+            client,
+            host_step("template learning", started),
+            None,
+        ));
         learned
     } else {
         let path = settings.templates_file.as_ref().ok_or(Error::Setting {
@@ -159,7 +165,11 @@ pub fn run_front(
         if file.nt() != nt {
             return Err(Error::Setting {
                 name: "templates_file",
-                reason: format!("{} holds templates of {} samples, nt is {nt}", path.display(), file.nt()),
+                reason: format!(
+                    "{} holds templates of {} samples, nt is {nt}",
+                    path.display(),
+                    file.nt()
+                ),
             });
         }
         file
@@ -208,7 +218,11 @@ pub fn run_front(
             batches,
             &drift_settings(settings),
         )?;
-        stages.push(StageReport::new(client, host_step("drift registration", started), None));
+        stages.push(StageReport::new(
+            client,
+            host_step("drift registration", started),
+            None,
+        ));
         Some(estimate)
     } else {
         None

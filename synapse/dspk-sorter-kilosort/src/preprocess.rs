@@ -53,7 +53,7 @@ impl Preprocessing {
     ///
     /// [`Error::Setting`] for a cut-off at or above Nyquist.
     pub fn new(offsets: Vec<f32>, settings: &KilosortSettings, sample_rate: f64) -> Result<Self> {
-        if !(settings.highpass_cutoff < sample_rate / 2.0) {
+        if settings.highpass_cutoff >= sample_rate / 2.0 {
             return Err(Error::Setting {
                 name: "highpass_cutoff",
                 reason: format!(
@@ -247,7 +247,12 @@ impl Whitener {
     /// As [`ChannelMixing::from_sparse`].
     pub fn sparse(client: &Client, white: &WhiteningMatrix) -> Result<ChannelMixing> {
         let indices: Vec<usize> = white.indices().iter().map(|&i| i as usize).collect();
-        Ok(ChannelMixing::from_sparse(client, &indices, white.weights(), white.n())?)
+        Ok(ChannelMixing::from_sparse(
+            client,
+            &indices,
+            white.weights(),
+            white.n(),
+        )?)
     }
 
     /// Replaces the mixing (drift correction changes it per batch).
@@ -279,7 +284,9 @@ impl Whitener {
         let array = window.array();
         let out = self.buffer.front(array.channels(), array.samples())?;
         mix_channels(client, array, &out, &self.mixing)?;
-        Ok(&*self.current.insert(DeviceWindow::new(out, window.window().clone())?))
+        Ok(&*self
+            .current
+            .insert(DeviceWindow::new(out, window.window().clone())?))
     }
 }
 

@@ -56,7 +56,10 @@ impl SortProbe {
         {
             return Err(Error::Input {
                 what,
-                reason: format!("channel {} position {:?} is not finite", channels[i], positions[i]),
+                reason: format!(
+                    "channel {} position {:?} is not finite",
+                    channels[i], positions[i]
+                ),
             });
         }
         Ok(Self {
@@ -97,7 +100,10 @@ impl SortProbe {
         {
             return Err(Error::Input {
                 what: "bad_channels",
-                reason: format!("channel {bad} is not a connected channel of probe `{}`", probe.name),
+                reason: format!(
+                    "channel {bad} is not a connected channel of probe `{}`",
+                    probe.name
+                ),
             });
         }
         let kept: Vec<_> = connected
@@ -167,7 +173,12 @@ mod tests {
 
     #[test]
     fn from_probe_sorts_by_channel_and_drops_bad_and_unconnected() {
-        let p = probe(&[(Some(2), 40.0), (None, 60.0), (Some(0), 0.0), (Some(1), 20.0)]);
+        let p = probe(&[
+            (Some(2), 40.0),
+            (None, 60.0),
+            (Some(0), 0.0),
+            (Some(1), 20.0),
+        ]);
         let sorted = SortProbe::from_probe(&p, 3, &[1]).unwrap();
         assert_eq!(sorted.channels(), &[0, 2]);
         assert_eq!(sorted.positions(), &[[0.0, 0.0], [0.0, 40.0]]);
@@ -178,10 +189,15 @@ mod tests {
     fn a_probe_that_disagrees_with_the_recording_is_an_error() {
         let p = probe(&[(Some(0), 0.0), (Some(5), 20.0)]);
         let e = SortProbe::from_probe(&p, 4, &[]).unwrap_err().to_string();
-        assert!(e.contains("wired to channel 5") && e.contains("4 channels"), "{e}");
+        assert!(
+            e.contains("wired to channel 5") && e.contains("4 channels"),
+            "{e}"
+        );
         let e = SortProbe::from_probe(&p, 8, &[3]).unwrap_err().to_string();
         assert!(e.contains("channel 3 is not a connected channel"), "{e}");
-        let e = SortProbe::from_probe(&probe(&[(Some(0), 0.0)]), 1, &[0]).unwrap_err().to_string();
+        let e = SortProbe::from_probe(&probe(&[(Some(0), 0.0)]), 1, &[0])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("no channel"), "{e}");
         assert!(SortProbe::new(vec![0, 0], vec![[0.0; 2]; 2], vec![0; 2]).is_err());
         assert!(SortProbe::new(vec![0], vec![[f32::NAN, 0.0]], vec![0]).is_err());

@@ -23,10 +23,6 @@ pub struct KilosortSettings {
     /// `Th_universal`: the universal-template score a spike must exceed (whitened units).
     #[serde(rename = "Th_universal")]
     pub th_universal: f32,
-    /// `tmin`: seconds of the recording to skip at its start.
-    pub tmin: f64,
-    /// `tmax`: seconds of the recording to sort up to (`None`: to the end).
-    pub tmax: Option<f64>,
     /// `nt`: template length in samples (odd).
     pub nt: usize,
     /// `nt0min`: the trough's index inside a template (`None`: `floor(20 * nt / 61)`).
@@ -89,8 +85,6 @@ impl Default for KilosortSettings {
             batch_size: 60_000,
             nblocks: 1,
             th_universal: 9.0,
-            tmin: 0.0,
-            tmax: None,
             nt: 61,
             nt0min: None,
             nskip: 25,
@@ -133,16 +127,22 @@ impl KilosortSettings {
     /// [`Error::Setting`] naming the first setting out of range and why.
     pub fn validate(&self) -> Result<()> {
         let bad = |name: &'static str, reason: String| Err(Error::Setting { name, reason });
-        if self.nt == 0 || self.nt % 2 == 0 {
+        if self.nt == 0 || self.nt.is_multiple_of(2) {
             return bad("nt", format!("must be odd, got {}", self.nt));
         }
         if self.trough() >= self.nt {
-            return bad("nt0min", format!("{} is not inside nt = {}", self.trough(), self.nt));
+            return bad(
+                "nt0min",
+                format!("{} is not inside nt = {}", self.trough(), self.nt),
+            );
         }
         if self.batch_size < self.nt as u64 {
             return bad(
                 "batch_size",
-                format!("{} samples is shorter than a template (nt = {})", self.batch_size, self.nt),
+                format!(
+                    "{} samples is shorter than a template (nt = {})",
+                    self.batch_size, self.nt
+                ),
             );
         }
         for (name, value) in [
@@ -159,7 +159,10 @@ impl KilosortSettings {
             }
         }
         if self.n_pcs > self.nt {
-            return bad("n_pcs", format!("{} components of {}-sample clips", self.n_pcs, self.nt));
+            return bad(
+                "n_pcs",
+                format!("{} components of {}-sample clips", self.n_pcs, self.nt),
+            );
         }
         for (name, value) in [
             ("Th_universal", f64::from(self.th_universal)),
@@ -180,19 +183,18 @@ impl KilosortSettings {
         {
             return bad("dmin", format!("must be positive and finite, got {dmin}"));
         }
-        if self.drift_smoothing.iter().any(|s| !(s.is_finite() && *s >= 0.0)) {
+        if self
+            .drift_smoothing
+            .iter()
+            .any(|s| !(s.is_finite() && *s >= 0.0))
+        {
             return bad(
                 "drift_smoothing",
-                format!("sigmas must be finite and >= 0, got {:?}", self.drift_smoothing),
+                format!(
+                    "sigmas must be finite and >= 0, got {:?}",
+                    self.drift_smoothing
+                ),
             );
-        }
-        if !(self.tmin.is_finite() && self.tmin >= 0.0) {
-            return bad("tmin", format!("must be finite and >= 0, got {}", self.tmin));
-        }
-        if let Some(tmax) = self.tmax
-            && !(tmax > self.tmin)
-        {
-            return bad("tmax", format!("{tmax} s is not after tmin = {} s", self.tmin));
         }
         if !self.templates_from_data && self.templates_file.is_none() {
             return bad(
@@ -273,15 +275,20 @@ mod tests {
         let s = KilosortSettings::default();
         s.validate().unwrap();
         assert_eq!(s.trough(), 20);
-        assert_eq!((s.batch_size, s.nblocks, s.nskip, s.whitening_range), (60_000, 1, 25, 32));
+        assert_eq!(
+            (s.batch_size, s.nblocks, s.nskip, s.whitening_range),
+            (60_000, 1, 25, 32)
+        );
         assert_eq!((s.th_universal, s.th_single_ch), (9.0, 6.0));
     }
 
     #[test]
     fn json_round_trip_under_kilosort_names() {
-        let mut s = KilosortSettings::default();
-        s.nblocks = 5;
-        s.dmin = Some(15.0);
+        let s = KilosortSettings {
+            nblocks: 5,
+            dmin: Some(15.0),
+            ..KilosortSettings::default()
+        };
         let json = s.to_json();
         assert!(json.contains("\"Th_universal\": 9.0"), "{json}");
         assert!(json.contains("\"do_CAR\": true"), "{json}");
@@ -308,7 +315,6 @@ mod tests {
             ("nblocks", "-1", "nblocks"),
             ("nskip", "0", "at least 1"),
             ("highpass_cutoff", "\"fast\"", "highpass_cutoff"),
-            ("tmax", "0", "not after"),
         ] {
             let e = s.set(key, value).unwrap_err().to_string();
             assert!(e.contains(expect), "{key}={value}: {e}");

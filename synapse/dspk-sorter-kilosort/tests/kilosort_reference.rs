@@ -81,7 +81,11 @@ fn write_reference_input() {
         "generator": "dspk_synapse::groundtruth, tests/kilosort_reference.rs reference_config()",
         "fnv1a64_interleaved_int16": format!("{:016x}", fnv1a64(&bytes)),
     });
-    std::fs::write(out.join("recording.json"), serde_json::to_string_pretty(&meta).unwrap()).unwrap();
+    std::fs::write(
+        out.join("recording.json"),
+        serde_json::to_string_pretty(&meta).unwrap(),
+    )
+    .unwrap();
 }
 
 /// The committed arrays of one reference file.
@@ -92,7 +96,7 @@ struct Reference {
 impl Reference {
     fn open(name: &str) -> Self {
         Self {
-            archive: dspk_io::NpzArchive::open(&reference_dir().join(name)).unwrap(),
+            archive: dspk_io::NpzArchive::open(reference_dir().join(name)).unwrap(),
         }
     }
 
@@ -107,9 +111,10 @@ impl Reference {
 /// The regenerated reference recording, after checking it is the one Kilosort saw.
 fn reference_recording() -> GroundTruthRecording {
     let recording = GroundTruthRecording::generate(&reference_config()).unwrap();
-    let meta: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(reference_dir().join("recording.json")).unwrap())
-            .unwrap();
+    let meta: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(reference_dir().join("recording.json")).unwrap(),
+    )
+    .unwrap();
     assert_eq!(
         meta["fnv1a64_interleaved_int16"].as_str().unwrap(),
         format!("{:016x}", fnv1a64(&interleaved_bytes(&recording))),
@@ -137,15 +142,23 @@ fn reference_settings(nblocks: usize) -> KilosortSettings {
 fn template_centres_and_nearest_channels_equal_kilosort4s() {
     let recording = reference_recording();
     let probe = sort_probe(&recording);
-    let centres =
-        template_centres(probe.positions(), probe.shanks(), &CentreSettings::default()).unwrap();
+    let centres = template_centres(
+        probe.positions(),
+        probe.shanks(),
+        &CentreSettings::default(),
+    )
+    .unwrap();
     let mut reference = Reference::open("ks4_static.npz");
     let (xcup, _) = reference.array("xcup");
     let (ycup, _) = reference.array("ycup");
     assert_eq!(centres.count(), xcup.len(), "number of centres");
     for g in 0..centres.count() {
         let [x, y] = centres.position(g);
-        assert_eq!((f64::from(x), f64::from(y)), (xcup[g], ycup[g]), "centre {g}");
+        assert_eq!(
+            (f64::from(x), f64::from(y)),
+            (xcup[g], ycup[g]),
+            "centre {g}"
+        );
     }
     // iC is [nearest_chans, G]: the same channel sets except where the 10th place ties.
     let (ic, shape) = reference.array("iC");
@@ -167,9 +180,16 @@ fn template_centres_and_nearest_channels_equal_kilosort4s() {
                 let p = positions[c as usize];
                 (p[0] - cx).powi(2) + (p[1] - cy).powi(2)
             };
-            let only_ours: Vec<f32> = ours.iter().filter(|c| !theirs.contains(c)).map(|&c| d(c)).collect();
-            let only_theirs: Vec<f32> =
-                theirs.iter().filter(|c| !ours.contains(c)).map(|&c| d(c)).collect();
+            let only_ours: Vec<f32> = ours
+                .iter()
+                .filter(|c| !theirs.contains(c))
+                .map(|&c| d(c))
+                .collect();
+            let only_theirs: Vec<f32> = theirs
+                .iter()
+                .filter(|c| !ours.contains(c))
+                .map(|&c| d(c))
+                .collect();
             assert_eq!(only_ours.len(), only_theirs.len());
             for (a, b) in only_ours.iter().zip(&only_theirs) {
                 assert_eq!(a, b, "centre {g}: a set difference that is not a tie");
@@ -211,7 +231,7 @@ fn quantiles(values: &mut [f64]) -> (f64, f64, f64) {
 
 fn near_batch_edge(sample: u64, total: u64) -> bool {
     let offset = sample % 60_000;
-    offset < EDGE || offset >= 60_000 - EDGE || sample + EDGE >= total
+    !(EDGE..60_000 - EDGE).contains(&offset) || sample + EDGE >= total
 }
 
 /// `Wrot` tolerance, relative to its Frobenius norm. Kilosort's batch 0 (the only one its
@@ -238,8 +258,16 @@ fn static_front_half_matches_kilosort4() {
         let (theirs, shape) = reference.array("Wrot");
         assert_eq!(shape, vec![probe.len(), probe.len()]);
         let norm = theirs.iter().map(|v| v * v).sum::<f64>().sqrt();
-        let difference = ours.iter().zip(&theirs).map(|(a, b)| (a - b).powi(2)).sum::<f64>().sqrt();
-        println!("{target}: Wrot relative difference {:e} (Frobenius)", difference / norm);
+        let difference = ours
+            .iter()
+            .zip(&theirs)
+            .map(|(a, b)| (a - b).powi(2))
+            .sum::<f64>()
+            .sqrt();
+        println!(
+            "{target}: Wrot relative difference {:e} (Frobenius)",
+            difference / norm
+        );
         assert!(
             difference <= WROT_TOLERANCE * norm,
             "{target}: Wrot differs by {:e} of its norm",
@@ -250,16 +278,24 @@ fn static_front_half_matches_kilosort4() {
         // channel (the order of tied channels may differ), depths where the sets are equal.
         let (ic, ic_shape) = reference.array("iC");
         let nc = ic_shape[0];
-        let their_channels = |g: usize| -> Vec<u32> {
-            (0..nc).map(|i| ic[i * ic_shape[1] + g] as u32).collect()
-        };
-        let our_channels = |g: usize| front.centres.nearest_channels()[g * nc..(g + 1) * nc].to_vec();
+        let their_channels =
+            |g: usize| -> Vec<u32> { (0..nc).map(|i| ic[i * ic_shape[1] + g] as u32).collect() };
+        let our_channels =
+            |g: usize| front.centres.nearest_channels()[g * nc..(g + 1) * nc].to_vec();
         let (st0, shape) = reference.array("st0");
         let (tf, tf_shape) = reference.array("tF");
         let n = shape[0];
         let per_spike = tf_shape[1] * tf_shape[2];
         let theirs: std::collections::HashMap<(u64, u32), usize> = (0..n)
-            .map(|i| (((st0[i * 6] * 30_000.0).round() as u64, st0[i * 6 + 5] as u32), i))
+            .map(|i| {
+                (
+                    (
+                        (st0[i * 6] * 30_000.0).round() as u64,
+                        st0[i * 6 + 5] as u32,
+                    ),
+                    i,
+                )
+            })
             .collect();
         let spikes = &front.spikes;
         let ours: std::collections::HashMap<(u64, u32), usize> = (0..spikes.len())
@@ -324,7 +360,10 @@ fn static_front_half_matches_kilosort4() {
             missing.len() + extra.len() <= compared / 100,
             "{target}: missing {missing:?}, extra {extra:?}"
         );
-        assert!(combos <= compared / 100, "{target}: {combos} combinations differ");
+        assert!(
+            combos <= compared / 100,
+            "{target}: {combos} combinations differ"
+        );
         assert!(amplitude.1 < 2e-3, "{target}: amplitudes {amplitude:?}");
         assert!(depth.1 < 0.5, "{target}: depths {depth:?}");
         assert!(feature.1 < 2e-3, "{target}: features {feature:?}");
@@ -342,9 +381,15 @@ fn rigid_drift_matches_kilosort4() {
         let (theirs, shape) = Reference::open("ks4_rigid.npz").array("dshift");
         let drift = front.drift.expect("nblocks = 1 estimates drift");
         assert_eq!(drift.dshift().len(), shape.iter().product::<usize>());
-        println!("{target}: dshift ours {:?}, Kilosort4 {theirs:?}", drift.dshift());
+        println!(
+            "{target}: dshift ours {:?}, Kilosort4 {theirs:?}",
+            drift.dshift()
+        );
         for (b, (a, e)) in drift.dshift().iter().zip(&theirs).enumerate() {
-            assert!((a - e).abs() <= 0.5, "{target}: batch {b}: {a} um, Kilosort4 {e} um");
+            assert!(
+                (a - e).abs() <= 0.5,
+                "{target}: batch {b}: {a} um, Kilosort4 {e} um"
+            );
         }
     });
 }

@@ -316,7 +316,9 @@ impl UniversalDetector {
             return Err(Error::Input {
                 what: "detection window",
                 reason: format!(
-                    "sample {} of channel {c} is not finite",
+                    "whitened sample {} of channel {c} is NaN or infinite: the recording holds NaN \
+                     or infinite samples there or nearby (the common reference, the filter and \
+                     the whitening spread one over channels and samples)",
                     window.start() + t as u64
                 ),
             });

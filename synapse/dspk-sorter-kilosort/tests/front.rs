@@ -1,0 +1,408 @@
+//! The front half of the sort (preprocessing fit, universal templates, drift, detection) on
+//! small ground-truth recordings, on every runtime compiled in: the same spikes whichever way
+//! the recording reaches the device, whatever the window length, with or without residency;
+//! drift against the true motion; bad input.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use cubecl::client::Client;
+use dspk_core::test_util::for_each_runtime;
+use dspk_core::{ReadRequest, RecordingInfo, RecordingSource, ScaledOnly};
+use dspk_sorter_kilosort::detect::Spikes;
+use dspk_sorter_kilosort::front::{FrontHalf, RunOptions, run_front};
+use dspk_sorter_kilosort::{Error, KilosortSettings, SortProbe};
+use dspk_synapse::groundtruth::{Drift, GroundTruthConfig, GroundTruthRecording};
+
+/// 32 channels, `seconds` s, 8 units.
+fn recording(seconds: u64, drift: Drift) -> GroundTruthRecording {
+    GroundTruthRecording::generate(&GroundTruthConfig {
+        channels: 32,
+        num_samples: seconds * 30_000,
+        units: 8,
+        drift,
+        seed: 3,
+        ..GroundTruthConfig::default()
+    })
+    .unwrap()
+}
+
+/// Batches of 1 s, the committed closed-form universal templates.
+fn settings(nblocks: usize) -> KilosortSettings {
+    KilosortSettings {
+        batch_size: 30_000,
+        nblocks,
+        templates_from_data: false,
+        templates_file: Some(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reference/universal_templates.npz"),
+        ),
+        ..KilosortSettings::default()
+    }
+}
+
+fn probe_of(recording: &GroundTruthRecording) -> SortProbe {
+    SortProbe::from_probe(recording.probe(), recording.info().num_channels(), &[]).unwrap()
+}
+
+fn run(
+    client: &Client,
+    source: Arc<dyn RecordingSource>,
+    probe: &SortProbe,
+    settings: &KilosortSettings,
+    window: Option<u64>,
+) -> dspk_sorter_kilosort::Result<FrontHalf> {
+    let options = RunOptions {
+        window,
+        target: None,
+    };
+    run_front(client, source, probe, settings, &options, &mut |_| {})
+}
+
+/// Every spike's identity and the bits of its values.
+fn bits(spikes: &Spikes) -> Vec<(u64, u32, u32, Vec<u32>)> {
+    let per = spikes.features.len() / spikes.len().max(1);
+    (0..spikes.len())
+        .map(|i| {
+            (
+                spikes.sample[i],
+                spikes.centre[i],
+                spikes.amplitude[i].to_bits(),
+                spikes.features[i * per..(i + 1) * per]
+                    .iter()
+                    .map(|v| v.to_bits())
+                    .collect(),
+            )
+        })
+        .collect()
+}
+
+/// The int16 recording uploaded as stored integers and through `ScaledOnly` (scaled f32
+/// uploads) gives the same spikes (sample, centre, combination), drift correction included.
+/// Their values agree to float rounding, not bit for bit: the device unpack computes
+/// `stored * gain + offset` in f32 (the gain rounded to f32, the runtime free to fuse), the
+/// host in f64 rounded once, so a sample can differ by one unit in the last place (measured on
+/// lavapipe: 2.0e-5 of a spike's largest feature after drift correction).
+#[test]
+fn stored_upload_matches_f32_upload() {
+    for_each_runtime(|target, client| {
+        let rec = recording(4, Drift::Linear { total_um: 10.0 });
+        let probe = probe_of(&rec);
+        let stored = run(client, Arc::new(rec.clone()), &probe, &settings(1), None).unwrap();
+        let scaled = run(
+            client,
+            Arc::new(ScaledOnly(rec)),
+            &probe,
+            &settings(1),
+            None,
+        )
+        .unwrap();
+        let (a, b) = (&stored.spikes, &scaled.spikes);
+        assert!(a.len() > 50, "{target}: {} spikes", a.len());
+        assert_eq!(identities(a), identities(b), "{target}: spikes");
+        let worst = worst_difference(a, b);
+        println!("{target}: {} spikes, values within {worst:e}", a.len());
+        assert!(worst < 1e-4, "{target}: values differ by {worst:e}");
+    });
+}
+
+/// Each spike's sample, centre and template combination.
+fn identities(spikes: &Spikes) -> Vec<(u64, u32, u16)> {
+    (0..spikes.len())
+        .map(|i| (spikes.sample[i], spikes.centre[i], spikes.combo[i]))
+        .collect()
+}
+
+/// The largest difference of amplitudes (relative) and features (relative to the spike's
+/// largest feature) between two lists of the same spikes.
+fn worst_difference(a: &Spikes, b: &Spikes) -> f32 {
+    let per = a.features.len() / a.len().max(1);
+    (0..a.len())
+        .map(|i| {
+            let amplitude = ((a.amplitude[i] - b.amplitude[i]) / b.amplitude[i]).abs();
+            let fb = &b.features[i * per..(i + 1) * per];
+            let scale = fb.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+            let feature = a.features[i * per..(i + 1) * per]
+                .iter()
+                .zip(fb)
+                .map(|(x, y)| (x - y).abs() / scale)
+                .fold(0.0f32, f32::max);
+            amplitude.max(feature)
+        })
+        .fold(0.0, f32::max)
+}
+
+/// Residency on and off give the same spikes; on, every pass after the first reads nothing
+/// from the host and serves every window from device memory.
+#[test]
+fn residency_gives_the_same_spikes_and_reads_the_recording_once() {
+    for_each_runtime(|target, client| {
+        let rec = Arc::new(recording(4, Drift::Linear { total_um: 10.0 }));
+        let probe = probe_of(&rec);
+        let mut off = settings(1);
+        off.resident_bytes = Some(0);
+        let mut on = settings(1);
+        on.resident_bytes = Some(u64::MAX);
+        let streamed = run(client, rec.clone(), &probe, &off, None).unwrap();
+        let resident = run(client, rec.clone(), &probe, &on, None).unwrap();
+        assert_eq!(bits(&streamed.spikes), bits(&resident.spikes), "{target}");
+        let passes: Vec<_> = resident
+            .stages
+            .iter()
+            .filter(|s| s.pass.windows > 0)
+            .collect();
+        assert_eq!(passes.len(), 3, "{target}: fit, drift detection, detection");
+        let first = &passes[0].pass;
+        assert_eq!(first.resident_windows, 0);
+        // Every sample at least once (halos overlap), as int16.
+        assert!(
+            first.read_bytes >= 32 * 2 * 4 * 30_000,
+            "{target}: {}",
+            first.read_bytes
+        );
+        assert_eq!(first.read_bytes, first.uploaded_bytes);
+        for stage in &passes[1..] {
+            assert_eq!(stage.pass.read_bytes, 0, "{target}: {}", stage.pass.name);
+            assert_eq!(
+                stage.pass.uploaded_bytes, 0,
+                "{target}: {}",
+                stage.pass.name
+            );
+            assert_eq!(stage.pass.resident_windows, stage.pass.windows);
+        }
+        for stage in streamed.stages.iter().filter(|s| s.pass.windows > 0) {
+            assert_eq!(
+                stage.pass.resident_windows, 0,
+                "{target}: {}",
+                stage.pass.name
+            );
+            assert!(stage.pass.read_bytes > 0);
+        }
+    });
+}
+
+/// With drift correction off the spikes are the same for windows of 30 000, 60 000 and
+/// 111 111 samples (the whitening and templates are fitted over batches in recording time).
+#[test]
+fn spikes_do_not_depend_on_the_window_length() {
+    for_each_runtime(|target, client| {
+        let rec = Arc::new(recording(5, Drift::None));
+        let probe = probe_of(&rec);
+        let key = |f: &FrontHalf| -> Vec<(u64, u32, u16)> {
+            let s = &f.spikes;
+            (0..s.len())
+                .map(|i| (s.sample[i], s.centre[i], s.combo[i]))
+                .collect()
+        };
+        let base = run(client, rec.clone(), &probe, &settings(0), Some(30_000)).unwrap();
+        assert!(base.spikes.len() > 50, "{target}");
+        for window in [60_000, 111_111] {
+            let other = run(client, rec.clone(), &probe, &settings(0), Some(window)).unwrap();
+            assert_eq!(key(&other), key(&base), "{target}: window {window}");
+            for (a, b) in other.spikes.amplitude.iter().zip(&base.spikes.amplitude) {
+                assert!(
+                    (a - b).abs() <= 1e-4 * b.abs(),
+                    "{target}: window {window}: {a} vs {b}"
+                );
+            }
+        }
+    });
+}
+
+/// Rigid drift on a recording whose units move 30 µm: the estimated shift of every batch
+/// within 3 µm of the truth, `dshift(b) = -(displacement(b) - displacement(reference))`.
+#[test]
+fn rigid_drift_follows_the_true_motion() {
+    for_each_runtime(|target, client| {
+        let rec = recording(8, Drift::Linear { total_um: 30.0 });
+        let truth: Vec<f64> = (0..8).map(|b| rec.drift_um(b * 30_000 + 15_000)).collect();
+        let probe = probe_of(&rec);
+        let front = run(client, Arc::new(rec), &probe, &settings(1), None).unwrap();
+        let drift = front.drift.unwrap();
+        let reference = 4; // min(300, batches / 2)
+        for (b, &shift) in drift.dshift().iter().enumerate() {
+            let expected = -(truth[b] - truth[reference]);
+            assert!(
+                (shift - expected).abs() <= 3.0,
+                "{target}: batch {b}: {shift} um, truth {expected} um ({:?})",
+                drift.dshift()
+            );
+        }
+    });
+}
+
+/// A source that changes what another returns: zeroes (or NaNs) a sample range of some
+/// channels. Scaled reads only (the stored path is covered above).
+struct Altered {
+    inner: GroundTruthRecording,
+    channels: std::ops::Range<usize>,
+    samples: std::ops::Range<u64>,
+    value: f32,
+}
+
+impl RecordingSource for Altered {
+    fn info(&self) -> &RecordingInfo {
+        self.inner.info()
+    }
+
+    fn fill_scaled(&self, request: &ReadRequest<'_>, out: &mut [f32]) -> dspk_core::Result<()> {
+        self.inner.fill_scaled(request, out)?;
+        let range = request.samples();
+        let n = request.samples_per_channel();
+        for (k, &channel) in request.channels().iter().enumerate() {
+            if self.channels.contains(&channel) {
+                for s in range.clone().filter(|s| self.samples.contains(s)) {
+                    out[k * n + (s - range.start) as usize] = self.value;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Batches without spikes (every channel flat) get no drift shift; the others keep theirs.
+#[test]
+fn a_flat_stretch_gets_no_shift() {
+    for_each_runtime(|target, client| {
+        let rec = recording(6, Drift::Linear { total_um: 20.0 });
+        let probe = probe_of(&rec);
+        let flat = Altered {
+            inner: rec,
+            channels: 0..32,
+            samples: 60_000..120_000,
+            value: 0.0,
+        };
+        let front = run(client, Arc::new(flat), &probe, &settings(1), None).unwrap();
+        let drift = front.drift.unwrap();
+        let counts = drift.spike_counts();
+        assert_eq!(&counts[2..4], &[0, 0], "{target}: {counts:?}");
+        assert_eq!(
+            &drift.dshift()[2..4],
+            &[0.0, 0.0],
+            "{target}: {:?}",
+            drift.dshift()
+        );
+        assert!(
+            front
+                .spikes
+                .sample
+                .iter()
+                .all(|s| !(60_100..119_900).contains(s)),
+            "{target}"
+        );
+    });
+}
+
+/// Bad input: a clear error, or a documented result; never a panic or NaN output.
+#[test]
+fn bad_input_is_an_error_or_a_documented_result() {
+    for_each_runtime(|target, client| {
+        let rec = recording(2, Drift::None);
+        let probe = probe_of(&rec);
+
+        // NaN samples: an error naming the channel and sample (or the covariance).
+        let nan = Altered {
+            inner: rec.clone(),
+            channels: 5..6,
+            samples: 45_000..45_010,
+            value: f32::NAN,
+        };
+        let e = run(client, Arc::new(nan), &probe, &settings(0), None).unwrap_err();
+        assert!(matches!(e, Error::Input { .. }), "{target}: {e}");
+        assert!(e.to_string().contains("NaN or infinite"), "{target}: {e}");
+
+        // A dead (all-zero) channel: sorted, nothing non-finite.
+        let dead = Altered {
+            inner: rec.clone(),
+            channels: 7..8,
+            samples: 0..60_000,
+            value: 0.0,
+        };
+        let front = run(client, Arc::new(dead), &probe, &settings(0), None).unwrap();
+        assert!(
+            front.whitening.dense().iter().all(|v| v.is_finite()),
+            "{target}"
+        );
+        assert!(
+            front
+                .spikes
+                .amplitude
+                .iter()
+                .chain(&front.spikes.features)
+                .all(|v| v.is_finite())
+        );
+        assert!(!front.spikes.is_empty(), "{target}");
+
+        // Shorter than one window (1 s of a 2 s batch): one window, sorted.
+        let short = recording(1, Drift::None);
+        let mut long_batch = settings(1);
+        long_batch.batch_size = 60_000;
+        let front = run(client, Arc::new(short.clone()), &probe, &long_batch, None).unwrap();
+        assert_eq!(front.stages[0].pass.windows, 1, "{target}");
+        assert_eq!(
+            front.drift.unwrap().dshift(),
+            &[0.0],
+            "{target}: one batch is its own reference"
+        );
+
+        // Shorter than a template: an error.
+        let tiny = GroundTruthRecording::generate(&GroundTruthConfig {
+            channels: 32,
+            num_samples: 50,
+            units: 1,
+            ..GroundTruthConfig::default()
+        })
+        .unwrap();
+        let e = run(client, Arc::new(tiny), &probe, &settings(0), None).unwrap_err();
+        assert!(
+            e.to_string().contains("shorter than one template"),
+            "{target}: {e}"
+        );
+
+        // A probe naming channels the recording lacks.
+        let wide = SortProbe::new(
+            (0..40).collect(),
+            (0..40).map(|i| [0.0, i as f32 * 20.0]).collect(),
+            vec![0; 40],
+        )
+        .unwrap();
+        let e = run(client, Arc::new(short.clone()), &wide, &settings(0), None).unwrap_err();
+        assert!(
+            e.to_string().contains("recording channel 3"),
+            "{target}: {e}"
+        );
+
+        // Fewer channels than the neighbourhoods (4 < whitening_range 32, nearest_chans 10):
+        // every neighbourhood is the whole probe.
+        let few = GroundTruthRecording::generate(&GroundTruthConfig {
+            channels: 4,
+            num_samples: 60_000,
+            units: 2,
+            ..GroundTruthConfig::default()
+        })
+        .unwrap();
+        let few_probe = probe_of(&few);
+        let front = run(client, Arc::new(few), &few_probe, &settings(0), None).unwrap();
+        assert_eq!(front.whitening.k(), 4, "{target}");
+        assert!(
+            front
+                .spikes
+                .amplitude
+                .iter()
+                .chain(&front.spikes.features)
+                .all(|v| v.is_finite())
+        );
+
+        // Drift with windows other than the batch: a settings error.
+        let e = run(client, Arc::new(short), &probe, &settings(1), Some(20_000)).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::Setting {
+                    name: "nblocks",
+                    ..
+                }
+            ),
+            "{target}: {e}"
+        );
+    });
+}
