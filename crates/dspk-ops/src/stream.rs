@@ -309,16 +309,28 @@ impl ResidentWindows {
     /// Processes the next kept window and lends it (valid until the next call), or `None`
     /// after the last; the pass after that starts again from the first window.
     pub fn next_window(&mut self) -> Option<Result<&DeviceWindow>> {
-        let Some((window, stored)) = self.windows.get(self.next) else {
+        if self.next == self.windows.len() {
             self.next = 0;
             return None;
-        };
+        }
         self.next += 1;
+        self.window(self.next - 1)
+    }
+
+    /// Processes kept window `index` (any order; a pass that needs only some windows skips the
+    /// rest) and lends it, or `None` past the last.
+    pub fn window(&mut self, index: usize) -> Option<Result<&DeviceWindow>> {
+        let (window, stored) = self.windows.get(index)?;
         let processed = self
             .workspace
             .process_resident(stored)
             .and_then(|array| DeviceWindow::new(array, window.clone()));
         Some(processed.map(|window| &*self.current.insert(window)))
+    }
+
+    /// The ranges of the kept windows, in order.
+    pub fn ranges(&self) -> impl ExactSizeIterator<Item = &HaloWindow> {
+        self.windows.iter().map(|(window, _)| window)
     }
 
     /// Number of kept windows.

@@ -228,6 +228,19 @@ fn resident_windows_replay_the_stream_bit_for_bit() {
             }
             assert_eq!(again, expected, "{target}: resident pass {pass}");
         }
+        // Random access: the last window alone, then the first.
+        for index in [expected.len() - 1, 0] {
+            let window = resident.window(index).unwrap().unwrap();
+            let values = window.array().to_host(client).unwrap();
+            let bits: Vec<u32> = values.into_iter().map(f32::to_bits).collect();
+            assert_eq!(
+                (window.window().read(), bits),
+                expected[index],
+                "{target}: window {index}"
+            );
+        }
+        assert!(resident.window(expected.len()).is_none());
+        assert_eq!(resident.ranges().len(), expected.len());
         assert_eq!(
             uploaded,
             5 * expected

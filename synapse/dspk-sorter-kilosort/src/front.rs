@@ -133,9 +133,11 @@ pub fn run_front(
         };
         let mut harvester = ClipHarvester::new(client, probe.len(), clip_settings)?;
         check_halo("clip harvest", harvester.halo(), extra_halo)?;
-        let pass = windows.pass("universal templates", progress, |w| {
-            let index = (w.window().valid().start / batch) as usize;
-            if index.is_multiple_of(TEMPLATE_BATCH_STRIDE) && !harvester.is_full() {
+        let harvested = |w: &dspk_core::HaloWindow| {
+            ((w.valid().start / batch) as usize).is_multiple_of(TEMPLATE_BATCH_STRIDE)
+        };
+        let pass = windows.pass_selected("universal templates", progress, harvested, |w| {
+            if !harvester.is_full() {
                 harvester.harvest(client, whitener.whiten(client, w)?)?;
             }
             Ok(())
@@ -238,16 +240,18 @@ pub fn run_front(
             let x: Vec<f32> = probe.positions().iter().map(|p| p[0]).collect();
             let y: Vec<f32> = probe.positions().iter().map(|p| p[1]).collect();
             let interpolation = ShiftInterpolation::new(&x, &y, settings.sig_interp)?;
-            let wrot = whitening.dense();
             let channels = probe.len();
+            // M_b W = Kq_b (iKxx W): one product per batch.
+            let inverse_white =
+                compose(interpolation.inverse_kernel(), &whitening.dense(), channels)?;
             windows.pass("detection", progress, |w| {
                 let b = (w.window().valid().start / batch) as usize;
                 let shifts = estimate.batch_shifts(b).ok_or(Error::Input {
                     what: "drift",
                     reason: format!("no shift for batch {b}"),
                 })?;
-                let shift = interpolation.matrix(shifts, estimate.block_centres())?;
-                let matrix = compose(&shift, &wrot, channels)?;
+                let target = interpolation.target_kernel(shifts, estimate.block_centres())?;
+                let matrix = compose(&target, &inverse_white, channels)?;
                 whitener.set_mixing(ChannelMixing::from_dense(client, &matrix, channels)?)?;
                 detector.detect(client, whitener.whiten(client, w)?, &mut spikes)
             })?

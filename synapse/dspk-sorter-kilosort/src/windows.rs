@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cubecl::client::Client;
-use dspk_core::{ChunkSchedule, ComputeTarget, RecordingSource};
+use dspk_core::{ChunkSchedule, ComputeTarget, HaloWindow, RecordingSource};
 use dspk_ops::{DeviceWindow, ResidentWindows, StreamOptions, WindowStream};
 
 use crate::preprocess::Preprocessing;
@@ -150,6 +150,24 @@ impl DeviceWindows {
         &mut self,
         name: &'static str,
         progress: &mut dyn FnMut(Progress),
+        visit: impl FnMut(&DeviceWindow) -> Result<()>,
+    ) -> Result<PassReport> {
+        self.pass_selected(name, progress, |_| true, visit)
+    }
+
+    /// As [`pass`](Self::pass), visiting only the windows `select` picks (by their ranges).
+    /// Resident windows that are not picked are not processed at all; streamed ones are read
+    /// and processed (the stream cannot skip) but not visited. The report counts the windows
+    /// processed.
+    ///
+    /// # Errors
+    ///
+    /// As [`pass`](Self::pass).
+    pub fn pass_selected(
+        &mut self,
+        name: &'static str,
+        progress: &mut dyn FnMut(Progress),
+        select: impl Fn(&HaloWindow) -> bool,
         mut visit: impl FnMut(&DeviceWindow) -> Result<()>,
     ) -> Result<PassReport> {
         let started = Instant::now();
@@ -170,12 +188,21 @@ impl DeviceWindows {
             });
         };
         if let Some(resident) = &mut self.resident {
-            while let Some(window) = resident.next_window() {
-                visit(window?)?;
-                report.windows += 1;
-                report.resident_windows += 1;
-                tell(report.windows);
+            let picked: Vec<usize> = resident
+                .ranges()
+                .enumerate()
+                .filter(|(_, w)| select(w))
+                .map(|(i, _)| i)
+                .collect();
+            for index in picked {
+                if let Some(window) = resident.window(index) {
+                    visit(window?)?;
+                    report.windows += 1;
+                    report.resident_windows += 1;
+                }
+                tell(index + 1);
             }
+            tell(total);
         } else {
             let pipeline = self.preprocessing.pipeline(&self.client)?;
             let mut stream =
@@ -186,7 +213,10 @@ impl DeviceWindows {
                     .is_some_and(|bytes| bytes <= self.budget)
                 && stream.keep_resident();
             while let Some(window) = stream.next_window() {
-                visit(window?)?;
+                let window = window?;
+                if select(window.window()) {
+                    visit(window)?;
+                }
                 report.windows += 1;
                 tell(report.windows);
             }

@@ -406,3 +406,47 @@ fn bad_input_is_an_error_or_a_documented_result() {
         );
     });
 }
+
+/// Universal templates learned from the recording (`templates_from_data`, Kilosort4's
+/// default): the templates have the settings' shape and detection with them finds the true
+/// spikes of the larger units.
+#[test]
+fn templates_learned_from_the_recording_find_the_spikes() {
+    for_each_runtime(|target, client| {
+        let rec = recording(4, Drift::None);
+        let mut truth: Vec<u64> = rec
+            .spikes()
+            .iter()
+            .filter(|s| rec.units()[s.unit].amplitude_uv >= 100.0)
+            .map(|s| s.sample)
+            .collect();
+        truth.sort_unstable();
+        let probe = probe_of(&rec);
+        let learned = KilosortSettings {
+            templates_from_data: true,
+            templates_file: None,
+            ..settings(0)
+        };
+        let front = run(client, Arc::new(rec), &probe, &learned, None).unwrap();
+        assert_eq!(
+            (
+                front.templates.k(),
+                front.templates.p(),
+                front.templates.nt()
+            ),
+            (6, 6, 61)
+        );
+        // Troughs lie 10 samples before the spikes' times; 0.4 ms = 12 samples.
+        let troughs: Vec<u64> = front.spikes.sample.iter().map(|s| s - 10).collect();
+        let found = truth
+            .iter()
+            .filter(|&&t| troughs.iter().any(|&d| d.abs_diff(t) <= 12))
+            .count();
+        let recall = found as f64 / truth.len() as f64;
+        println!(
+            "{target}: recall {recall:.3} of {} true spikes",
+            truth.len()
+        );
+        assert!(recall > 0.9, "{target}: recall {recall}");
+    });
+}

@@ -153,10 +153,21 @@ impl ShiftInterpolation {
     ///
     /// As [`channel_shifts`](Self::channel_shifts).
     pub fn matrix(&self, shifts: &[f64], block_centres: &[f64]) -> Result<Vec<f64>> {
+        let kq = self.target_kernel(shifts, block_centres)?;
+        Ok(product(&kq, &self.inverse, self.n_channels()))
+    }
+
+    /// `Kq` of [`matrix`](Self::matrix) alone (`C x C` row-major): with `P = iKxx W` formed once
+    /// ([`compose`] of [`inverse_kernel`](Self::inverse_kernel) and `W`), `Kq P` is a batch's
+    /// corrected whitening `M_b W` for one matrix product per batch instead of two.
+    ///
+    /// # Errors
+    ///
+    /// As [`channel_shifts`](Self::channel_shifts).
+    pub fn target_kernel(&self, shifts: &[f64], block_centres: &[f64]) -> Result<Vec<f64>> {
         let delta = self.channel_shifts(shifts, block_centres)?;
         let qy: Vec<f64> = self.y.iter().zip(&delta).map(|(y, d)| y - d).collect();
-        let kq = kernel(&self.x, &qy, &self.x, &self.y, self.sig_interp);
-        Ok(product(&kq, &self.inverse, self.n_channels()))
+        Ok(kernel(&self.x, &qy, &self.x, &self.y, self.sig_interp))
     }
 }
 
@@ -173,17 +184,30 @@ fn kernel(ax: &[f64], ay: &[f64], bx: &[f64], by: &[f64], sig: f64) -> Vec<f64> 
         .collect()
 }
 
-/// The product `a b` of two `n x n` row-major matrices (lengths checked by the caller).
+/// The product `a b` of two `n x n` row-major matrices (lengths checked by the caller), rows
+/// shared among the machine's threads (each row is summed in the same order whatever the
+/// thread count, so the result does not depend on it).
 fn product(a: &[f64], b: &[f64], n: usize) -> Vec<f64> {
     let mut out = vec![0.0; n * n];
-    for (out_row, a_row) in out.chunks_exact_mut(n).zip(a.chunks_exact(n)) {
-        for (&a_ik, b_row) in a_row.iter().zip(b.chunks_exact(n)) {
-            out_row
-                .iter_mut()
-                .zip(b_row)
-                .for_each(|(o, b_kj)| *o += a_ik * b_kj);
-        }
+    if n == 0 {
+        return out;
     }
+    let threads = std::thread::available_parallelism().map_or(1, usize::from);
+    let rows = n.div_ceil(threads).max(8);
+    std::thread::scope(|scope| {
+        for (out_rows, a_rows) in out.chunks_mut(rows * n).zip(a.chunks(rows * n)) {
+            scope.spawn(move || {
+                for (out_row, a_row) in out_rows.chunks_exact_mut(n).zip(a_rows.chunks_exact(n)) {
+                    for (&a_ik, b_row) in a_row.iter().zip(b.chunks_exact(n)) {
+                        out_row
+                            .iter_mut()
+                            .zip(b_row)
+                            .for_each(|(o, b_kj)| *o += a_ik * b_kj);
+                    }
+                }
+            });
+        }
+    });
     out
 }
 

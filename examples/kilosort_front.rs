@@ -1,0 +1,239 @@
+//! The front half of a Kilosort4 sort on the device (preprocessing fit, universal templates,
+//! drift, detection) with its per-stage report and, against ground truth, its detection
+//! recall.
+//!
+//! ```text
+//! cargo run --release --example kilosort_front                 # synthetic 64 ch, 20 s, drifting
+//! cargo run --release --example kilosort_front -- --bench DIR  # a ../shared/bench recording
+//! cargo run --release --example kilosort_front -- --set nblocks=0 --set Th_universal=8
+//! ```
+//!
+//! Recall: the fraction of true spikes of units whose peak exceeds 50 µV with a detected spike
+//! within 0.4 ms of the trough (a detection's trough is `nt / 2 - nt0min` samples before
+//! its Kilosort time, 10 at the defaults).
+
+use std::error::Error;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
+
+use dspk::ComputeTarget;
+use dspk::io::{ByteOrder, NpyArray, RawRecording, RawSpec, SampleOrder};
+use dspk::kilosort::front::{RunOptions, run_front};
+use dspk::kilosort::{KilosortSettings, SortProbe};
+use dspk::synapse::groundtruth::{Drift, GroundTruthConfig, GroundTruthRecording};
+use dspk::{ChannelInfo, RecordingSource, SampleFormat, SampleRate};
+use dspk_examples::finish;
+use dspk_examples::recall::recalled;
+use indicatif::{ProgressBar, ProgressStyle};
+
+/// True units whose peak is at least this large count in the recall (µV).
+const MIN_AMPLITUDE_UV: f64 = 50.0;
+/// Tolerance of the recall, ms.
+const TOLERANCE_MS: f64 = 0.4;
+
+/// A recording to sort with its ground truth: true spike troughs of the units above
+/// [`MIN_AMPLITUDE_UV`].
+struct Case {
+    name: String,
+    source: Arc<dyn RecordingSource>,
+    probe: SortProbe,
+    truth: Vec<u64>,
+}
+
+fn main() -> ExitCode {
+    finish(run())
+}
+
+fn run() -> Result<(), Box<dyn Error>> {
+    let Some((bench, sets)) = parse_args()? else {
+        return Ok(());
+    };
+    let mut settings = KilosortSettings::default();
+    for (key, value) in &sets {
+        settings.set(key, value)?;
+    }
+    let case = match &bench {
+        Some(dir) => bench_case(dir)?,
+        None => synthetic_case()?,
+    };
+    let target = ComputeTarget::from_env()?;
+    let client = target.client()?;
+    let info = case.source.info().clone();
+    let seconds = info.num_samples as f64 / info.sample_rate.as_hz();
+    println!("runtime:   {target}");
+    println!(
+        "recording: {} ({} channels sorted, {:.1} s, {} true spikes of units above {MIN_AMPLITUDE_UV} uV)",
+        case.name,
+        case.probe.len(),
+        seconds,
+        case.truth.len()
+    );
+    let bar = ProgressBar::new(0).with_style(
+        ProgressStyle::with_template("{msg:>20} [{bar:30}] {pos}/{len} windows, eta {eta}")?
+            .progress_chars("=> "),
+    );
+    let started = Instant::now();
+    let front = run_front(
+        &client,
+        case.source.clone(),
+        &case.probe,
+        &settings,
+        &RunOptions {
+            window: None,
+            target: Some(target),
+        },
+        &mut |p| {
+            bar.set_message(p.stage);
+            bar.set_length(p.total as u64);
+            bar.set_position(p.done as u64);
+        },
+    )?;
+    let wall = started.elapsed().as_secs_f64();
+    bar.finish_and_clear();
+    for stage in &front.stages {
+        println!("stage      {stage}");
+    }
+    let shift = (settings.nt / 2 - settings.trough()) as u64;
+    let troughs: Vec<u64> = front
+        .spikes
+        .sample
+        .iter()
+        .map(|&s| s.saturating_sub(shift))
+        .collect();
+    let tolerance = (TOLERANCE_MS * info.sample_rate.as_hz() / 1000.0).round() as u64;
+    let found = recalled(&case.truth, &troughs, tolerance);
+    println!(
+        "detected:  {} spikes; recall {:.4} ({found} of {} true spikes within {TOLERANCE_MS} ms)",
+        front.spikes.len(),
+        found as f64 / case.truth.len().max(1) as f64,
+        case.truth.len()
+    );
+    if let Some(drift) = &front.drift {
+        let shifts = drift.dshift();
+        let (lo, hi) = shifts
+            .iter()
+            .fold((f64::MAX, f64::MIN), |(l, h), &v| (l.min(v), h.max(v)));
+        println!(
+            "drift:     {} batches x {} blocks, shifts {lo:.1} to {hi:.1} um",
+            drift.n_batches(),
+            drift.n_blocks()
+        );
+    }
+    println!(
+        "total:     {wall:.3} s for {seconds:.1} s of recording ({:.1}x real time)",
+        seconds / wall
+    );
+    Ok(())
+}
+
+/// The synthetic default: 64 channels, 20 s, 24 units, 20 µm of linear drift.
+fn synthetic_case() -> Result<Case, Box<dyn Error>> {
+    let recording = GroundTruthRecording::generate(&GroundTruthConfig {
+        channels: 64,
+        num_samples: 600_000,
+        units: 24,
+        drift: Drift::Linear { total_um: 20.0 },
+        seed: 2026,
+        ..GroundTruthConfig::default()
+    })?;
+    let probe = SortProbe::from_probe(recording.probe(), recording.info().num_channels(), &[])?;
+    let mut truth: Vec<u64> = recording
+        .spikes()
+        .iter()
+        .filter(|s| recording.units()[s.unit].amplitude_uv >= MIN_AMPLITUDE_UV)
+        .map(|s| s.sample)
+        .collect();
+    truth.sort_unstable();
+    Ok(Case {
+        name: "synthetic, 20 um linear drift".to_string(),
+        source: Arc::new(recording),
+        probe,
+        truth,
+    })
+}
+
+/// A `../shared/bench/gen_ground_truth.py` folder: `recording.bin` (int16 interleaved) with
+/// `recording.json`, `chanMap.json`, `gt_spike_times.npy`, `gt_spike_clusters.npy`.
+fn bench_case(dir: &Path) -> Result<Case, Box<dyn Error>> {
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("recording.json"))?)?;
+    let field = |name: &str| {
+        meta[name].as_f64().ok_or_else(|| {
+            format!(
+                "{}: no number `{name}`",
+                dir.join("recording.json").display()
+            )
+        })
+    };
+    let (channels, rate) = (field("n_channels")? as usize, field("sample_rate_hz")?);
+    let (gain, offset) = (field("gain_uv_per_count")?, field("offset_uv")?);
+    let spec = RawSpec {
+        channels: (0..channels)
+            .map(|c| ChannelInfo::new(c.to_string(), gain, offset, "uV"))
+            .collect(),
+        sample_rate: SampleRate::from_hz(rate.round() as u64)?,
+        format: SampleFormat::I16,
+        byte_order: ByteOrder::Little,
+        order: SampleOrder::Interleaved,
+        header_bytes: 0,
+        num_samples: None,
+    };
+    let source = RawRecording::new(dir.join("recording.bin"), spec)?;
+    let probe = dspk::synapse::probe::read_kilosort_json(&dir.join("chanMap.json"))?;
+    let probe = SortProbe::from_probe(&probe, channels, &[])?;
+    let times = NpyArray::read(dir.join("gt_spike_times.npy"))?.to_i64()?;
+    let units = NpyArray::read(dir.join("gt_spike_clusters.npy"))?.to_i64()?;
+    let amplitudes: Vec<f64> = meta["ground_truth"]["peak_amplitude_uv"]
+        .as_array()
+        .ok_or("recording.json: no ground_truth.peak_amplitude_uv")?
+        .iter()
+        .map(|a| a.as_f64().unwrap_or(0.0))
+        .collect();
+    let mut truth: Vec<u64> = times
+        .iter()
+        .zip(&units)
+        .filter(|&(_, &u)| {
+            usize::try_from(u)
+                .ok()
+                .and_then(|u| amplitudes.get(u))
+                .is_some_and(|&a| a >= MIN_AMPLITUDE_UV)
+        })
+        .map(|(&t, _)| t.max(0) as u64)
+        .collect();
+    truth.sort_unstable();
+    Ok(Case {
+        name: dir.display().to_string(),
+        source: Arc::new(source),
+        probe,
+        truth,
+    })
+}
+
+/// `--bench DIR` and `--set KEY=VALUE` (repeatable); `None` after printing the usage.
+#[allow(clippy::type_complexity)]
+fn parse_args() -> Result<Option<(Option<PathBuf>, Vec<(String, String)>)>, Box<dyn Error>> {
+    let (mut bench, mut sets) = (None, Vec::new());
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "-h" | "--help" => {
+                println!(
+                    "usage: kilosort_front [--bench DIR] [--set KEY=VALUE ...]   (DSPK_RUNTIME=wgpu|cuda|hip|cpu)"
+                );
+                return Ok(None);
+            }
+            "--bench" => bench = Some(PathBuf::from(args.next().ok_or("--bench needs a folder")?)),
+            "--set" => {
+                let kv = args.next().ok_or("--set needs KEY=VALUE")?;
+                let (k, v) = kv
+                    .split_once('=')
+                    .ok_or(format!("--set {kv}: expected KEY=VALUE"))?;
+                sets.push((k.to_string(), v.to_string()));
+            }
+            other => return Err(format!("unknown argument `{other}` (try --help)").into()),
+        }
+    }
+    Ok(Some((bench, sets)))
+}
