@@ -4,9 +4,12 @@
 //!
 //! ```text
 //! cargo run --release --example kilosort_front                 # synthetic 64 ch, 20 s, drifting
+//! cargo run --release --example kilosort_front -- --seconds 4 --channels 32 --min-recall 0.9
 //! cargo run --release --example kilosort_front -- --bench DIR  # a ../shared/bench recording
 //! cargo run --release --example kilosort_front -- --set nblocks=0 --set Th_universal=8
 //! ```
+//!
+//! `--min-recall X` makes it fail (exit status 1) below that recall.
 //!
 //! Recall: the fraction of true spikes of units whose peak exceeds 50 µV with a detected spike
 //! within 0.4 ms of the trough (a detection's trough is `nt / 2 - nt0min` samples before
@@ -43,20 +46,22 @@ struct Case {
 }
 
 fn main() -> ExitCode {
+    // SAFETY: first in main, no other thread yet.
+    unsafe { dspk_examples::quiet_vulkan_device_select() };
     finish(run())
 }
 
 fn run() -> Result<(), Box<dyn Error>> {
-    let Some((bench, sets)) = parse_args()? else {
+    let Some(args) = parse_args()? else {
         return Ok(());
     };
     let mut settings = KilosortSettings::default();
-    for (key, value) in &sets {
+    for (key, value) in &args.sets {
         settings.set(key, value)?;
     }
-    let case = match &bench {
+    let case = match &args.bench {
         Some(dir) => bench_case(dir)?,
-        None => synthetic_case()?,
+        None => synthetic_case(&args)?,
     };
     let target = ComputeTarget::from_env()?;
     let client = target.client()?;
@@ -104,10 +109,10 @@ fn run() -> Result<(), Box<dyn Error>> {
         .collect();
     let tolerance = (TOLERANCE_MS * info.sample_rate.as_hz() / 1000.0).round() as u64;
     let found = recalled(&case.truth, &troughs, tolerance);
+    let recall = found as f64 / case.truth.len().max(1) as f64;
     println!(
-        "detected:  {} spikes; recall {:.4} ({found} of {} true spikes within {TOLERANCE_MS} ms)",
+        "detected:  {} spikes; recall {recall:.4} ({found} of {} true spikes within {TOLERANCE_MS} ms)",
         front.spikes.len(),
-        found as f64 / case.truth.len().max(1) as f64,
         case.truth.len()
     );
     if let Some(drift) = &front.drift {
@@ -128,12 +133,13 @@ fn run() -> Result<(), Box<dyn Error>> {
     Ok(())
 }
 
-/// The synthetic default: 64 channels, 20 s, 24 units, 20 µm of linear drift.
-fn synthetic_case() -> Result<Case, Box<dyn Error>> {
+/// The synthetic recording: `--channels` (64), `--seconds` (20), `--units` (24), 20 µm of
+/// linear drift.
+fn synthetic_case(args: &Args) -> Result<Case, Box<dyn Error>> {
     let recording = GroundTruthRecording::generate(&GroundTruthConfig {
-        channels: 64,
-        num_samples: 600_000,
-        units: 24,
+        channels: args.channels,
+        num_samples: args.seconds * 30_000,
+        units: args.units,
         drift: Drift::Linear { total_um: 20.0 },
         seed: 2026,
         ..GroundTruthConfig::default()
@@ -211,29 +217,65 @@ fn bench_case(dir: &Path) -> Result<Case, Box<dyn Error>> {
     })
 }
 
-/// `--bench DIR` and `--set KEY=VALUE` (repeatable); `None` after printing the usage.
-#[allow(clippy::type_complexity)]
-fn parse_args() -> Result<Option<(Option<PathBuf>, Vec<(String, String)>)>, Box<dyn Error>> {
-    let (mut bench, mut sets) = (None, Vec::new());
+/// What the command line asked for.
+struct Args {
+    bench: Option<PathBuf>,
+    sets: Vec<(String, String)>,
+    seconds: u64,
+    channels: usize,
+    units: usize,
+    min_recall: f64,
+}
+
+/// `--bench DIR`, `--set KEY=VALUE` (repeatable), `--seconds N`, `--channels N`, `--units N`,
+/// `--min-recall X`; `None` after printing the usage.
+fn parse_args() -> Result<Option<Args>, Box<dyn Error>> {
+    let mut parsed = Args {
+        bench: None,
+        sets: Vec::new(),
+        seconds: 20,
+        channels: 64,
+        units: 24,
+        min_recall: 0.0,
+    };
     let mut args = std::env::args().skip(1);
+    let number = |name: &str, value: Option<String>| -> Result<u64, String> {
+        value
+            .and_then(|v| v.parse().ok())
+            .filter(|&v| v > 0 && v <= 100_000)
+            .ok_or(format!("{name} needs a whole number from 1 to 100000"))
+    };
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "-h" | "--help" => {
                 println!(
-                    "usage: kilosort_front [--bench DIR] [--set KEY=VALUE ...]   (DSPK_RUNTIME=wgpu|cuda|hip|cpu)"
+                    "usage: kilosort_front [--bench DIR] [--seconds N] [--channels N] [--units N] \
+                     [--set KEY=VALUE ...] [--min-recall X]   (DSPK_RUNTIME=wgpu|cuda|hip|cpu)"
                 );
                 return Ok(None);
             }
-            "--bench" => bench = Some(PathBuf::from(args.next().ok_or("--bench needs a folder")?)),
+            "--bench" => {
+                parsed.bench = Some(PathBuf::from(args.next().ok_or("--bench needs a folder")?))
+            }
+            "--seconds" => parsed.seconds = number("--seconds", args.next())?,
+            "--channels" => parsed.channels = number("--channels", args.next())? as usize,
+            "--units" => parsed.units = number("--units", args.next())? as usize,
+            "--min-recall" => {
+                parsed.min_recall = args
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .filter(|v| (0.0..=1.0).contains(v))
+                    .ok_or("--min-recall needs a number from 0 to 1")?;
+            }
             "--set" => {
                 let kv = args.next().ok_or("--set needs KEY=VALUE")?;
                 let (k, v) = kv
                     .split_once('=')
                     .ok_or(format!("--set {kv}: expected KEY=VALUE"))?;
-                sets.push((k.to_string(), v.to_string()));
+                parsed.sets.push((k.to_string(), v.to_string()));
             }
             other => return Err(format!("unknown argument `{other}` (try --help)").into()),
         }
     }
-    Ok(Some((bench, sets)))
+    Ok(Some(parsed))
 }

@@ -169,22 +169,7 @@ impl RawRecording {
                     let block = &mut scratch[..rows * frame];
                     let offset = self.header_bytes + (start + row as u64) * frame as u64;
                     self.file.read_exact_at(offset, block)?;
-                    let rows_range = row..row + rows;
-                    match size {
-                        2 => gather::<2>(block, frame, channels, out, run, rows_range),
-                        4 => gather::<4>(block, frame, channels, out, run, rows_range),
-                        _ => {
-                            for (&channel, out) in channels.iter().zip(out.chunks_exact_mut(run)) {
-                                let out = &mut out[rows_range.start * size..rows_range.end * size];
-                                let column = channel * size;
-                                for (value, frame_bytes) in
-                                    out.chunks_exact_mut(size).zip(block.chunks_exact(frame))
-                                {
-                                    value.copy_from_slice(&frame_bytes[column..column + size]);
-                                }
-                            }
-                        }
-                    }
+                    gather_in_parallel(block, frame, size, channels, out, run, row..row + rows);
                     row += rows;
                 }
             }
@@ -195,21 +180,68 @@ impl RawRecording {
 }
 
 /// Copies the values of `channels` out of a block of interleaved frames into their runs of
-/// `out` (channel-major, `run` bytes per channel), at rows `rows`; `S` is the sample size, a
-/// constant so each copy compiles to a single load and store.
-fn gather<const S: usize>(
+/// `out` (channel-major, `run` bytes per channel), at rows `rows`, with the channels shared
+/// among up to [`GATHER_THREADS`] threads when the block is large (the transposition, not the
+/// read, bounds a single thread: about 1.1 GB/s of int16 for 384 channels on a development
+/// machine). Each thread writes its own channels' runs, so the result is the same.
+fn gather_in_parallel(
     block: &[u8],
     frame: usize,
+    size: usize,
+    channels: &[usize],
+    out: &mut [u8],
+    run: usize,
+    rows: std::ops::Range<usize>,
+) {
+    let values = channels.len() * rows.len();
+    let threads = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(GATHER_THREADS)
+        .min(values.div_ceil(GATHER_VALUES_PER_THREAD))
+        .min(channels.len())
+        .max(1);
+    let per = channels.len().div_ceil(threads);
+    let out = &mut out[..channels.len() * run];
+    std::thread::scope(|scope| {
+        for (channels, out) in channels.chunks(per).zip(out.chunks_mut(per * run)) {
+            let rows = rows.clone();
+            let work = move || match size {
+                2 => gather(block, frame, 2, channels, out, run, rows),
+                4 => gather(block, frame, 4, channels, out, run, rows),
+                _ => gather(block, frame, size, channels, out, run, rows),
+            };
+            if threads == 1 {
+                work();
+            } else {
+                scope.spawn(work);
+            }
+        }
+    });
+}
+
+/// Threads [`gather_in_parallel`] uses at most.
+const GATHER_THREADS: usize = 8;
+/// Values a gather thread should have at least, so small reads stay on one thread.
+const GATHER_VALUES_PER_THREAD: usize = 1 << 18;
+
+/// Copies the values of `channels` out of a block of interleaved frames into their runs of
+/// `out` (channel-major, `run` bytes per channel), at rows `rows`, `size` bytes each. Always
+/// inlined, so a call with a constant `size` compiles each copy to one load and store.
+#[inline(always)]
+fn gather(
+    block: &[u8],
+    frame: usize,
+    size: usize,
     channels: &[usize],
     out: &mut [u8],
     run: usize,
     rows: std::ops::Range<usize>,
 ) {
     for (&channel, out) in channels.iter().zip(out.chunks_exact_mut(run)) {
-        let out = &mut out[rows.start * S..rows.end * S];
-        let column = channel * S;
-        for (value, frame_bytes) in out.chunks_exact_mut(S).zip(block.chunks_exact(frame)) {
-            value.copy_from_slice(&frame_bytes[column..column + S]);
+        let out = &mut out[rows.start * size..rows.end * size];
+        let column = channel * size;
+        for (value, frame_bytes) in out.chunks_exact_mut(size).zip(block.chunks_exact(frame)) {
+            value.copy_from_slice(&frame_bytes[column..column + size]);
         }
     }
 }
