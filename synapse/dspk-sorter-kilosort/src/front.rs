@@ -291,6 +291,7 @@ fn host_step(name: &'static str, started: Instant) -> PassReport {
         read_bytes: 0,
         uploaded_bytes: 0,
         wall: started.elapsed(),
+        device: None,
     }
 }
 

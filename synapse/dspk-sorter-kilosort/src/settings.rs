@@ -186,13 +186,22 @@ impl KilosortSettings {
         if self
             .drift_smoothing
             .iter()
-            .any(|s| !(s.is_finite() && *s >= 0.0))
+            .any(|s| !(s.is_finite() && (0.0..=1000.0).contains(s)))
         {
             return bad(
                 "drift_smoothing",
                 format!(
-                    "sigmas must be finite and >= 0, got {:?}",
+                    "sigmas must lie in [0, 1000], got {:?}",
                     self.drift_smoothing
+                ),
+            );
+        }
+        if self.th_universal >= 100.0 {
+            return bad(
+                "Th_universal",
+                format!(
+                    "must be below 100 (the top of the drift fingerprints' amplitudes), got {}",
+                    self.th_universal
                 ),
             );
         }

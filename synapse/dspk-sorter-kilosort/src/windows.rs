@@ -38,6 +38,10 @@ pub struct PassReport {
     pub uploaded_bytes: u64,
     /// Wall time from the first read to the device finishing the last window.
     pub wall: Duration,
+    /// Time the device spent on the pass, as the runtime's profiler measures it on the device
+    /// (CUDA events, GPU timestamps); `None` where the runtime times on the host only or
+    /// could not profile (then [`wall`](Self::wall) is the figure).
+    pub device: Option<Duration>,
 }
 
 /// The recording as processed device windows, pass after pass (see the module doc).
@@ -179,7 +183,9 @@ impl DeviceWindows {
             read_bytes: 0,
             uploaded_bytes: 0,
             wall: Duration::ZERO,
+            device: None,
         };
+        let profile = self.client.profile_start().ok();
         let mut tell = |done: usize| {
             progress(Progress {
                 stage: name,
@@ -229,8 +235,18 @@ impl DeviceWindows {
         cubecl::future::block_on(self.client.sync())?;
         self.passes += 1;
         report.wall = started.elapsed();
+        report.device = profile.and_then(|window| device_time(&self.client, window));
         Ok(report)
     }
+}
+
+/// The device time of a profiling window, when the runtime measured it on the device.
+fn device_time(client: &Client, window: cubecl::client::ProfileWindow) -> Option<Duration> {
+    let duration = client.profile_end(window).ok()?;
+    if duration.timing_method() != cubecl::benchmark::TimingMethod::Device {
+        return None;
+    }
+    cubecl::future::block_on(duration.resolve()).map(|ticks| ticks.duration())
 }
 
 /// The residency budget `resident_bytes` asks for on `client`: its value, or

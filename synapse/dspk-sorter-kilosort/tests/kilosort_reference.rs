@@ -268,6 +268,34 @@ fn static_front_half_matches_kilosort4() {
             "{target}: Wrot relative difference {:e} (Frobenius)",
             difference / norm
         );
+        // Each row's neighbourhood (its non-zero columns) is Kilosort's, except at a tie at
+        // the last place (equal distances).
+        let n = probe.len();
+        let positions = probe.positions();
+        let distance = |a: usize, b: usize| {
+            let (p, q) = (positions[a], positions[b]);
+            (p[0] - q[0]).powi(2) + (p[1] - q[1]).powi(2)
+        };
+        let mut tied_rows = 0;
+        for row in 0..n {
+            let mine: Vec<usize> = (0..n).filter(|&j| ours[row * n + j] != 0.0).collect();
+            let kilosorts: Vec<usize> = (0..n).filter(|&j| theirs[row * n + j] != 0.0).collect();
+            if mine != kilosorts {
+                tied_rows += 1;
+                let only = |a: &[usize], b: &[usize]| -> Vec<f32> {
+                    a.iter()
+                        .filter(|j| !b.contains(j))
+                        .map(|&j| distance(row, j))
+                        .collect()
+                };
+                assert_eq!(
+                    only(&mine, &kilosorts),
+                    only(&kilosorts, &mine),
+                    "{target}: row {row}'s neighbourhood differs beyond a tie"
+                );
+            }
+        }
+        println!("{target}: {tied_rows} of {n} whitening neighbourhoods differ at a tie");
         assert!(
             difference <= WROT_TOLERANCE * norm,
             "{target}: Wrot differs by {:e} of its norm",
