@@ -19,6 +19,7 @@ Writes into --out:
   universal_templates.npz  wTEMP [6, 61], wPCA [6, 61] (float32)
   ks4_static.npz           nblocks = 0: xcup, ycup, iC, Wrot, fwav, st0 [n, 6], tF [n, 10, 6]
   ks4_rigid.npz            nblocks = 1: dshift [batches, 1], st_drift [n, 6] (the drift pass)
+  ks4_nonrigid.npz         nblocks = 5: dshift [batches, 9], yblk [9], st_drift [n, 6]
   recording.json           the input's description (its checksum ties it to the generator)
 """
 import argparse
@@ -136,6 +137,11 @@ def main():
     dshift = to_numpy(ops["dshift"])
     np.savez(os.path.join(args.out, "ks4_rigid.npz"), dshift=dshift, st_drift=st_drift)
     print(f"rigid: {st_drift.shape[0]} drift-pass spikes, dshift {dshift.ravel().tolist()}")
+    (st_drift, _, _), (_, _, ops) = run(args, 5, templates_path)
+    dshift = to_numpy(ops["dshift"])
+    np.savez(os.path.join(args.out, "ks4_nonrigid.npz"), dshift=dshift,
+             yblk=to_numpy(ops["yblk"]), st_drift=st_drift)
+    print(f"non-rigid: dshift shape {dshift.shape}, blocks at {to_numpy(ops['yblk']).tolist()}")
     shutil.copy(os.path.join(args.input, "recording.json"), os.path.join(args.out, "recording.json"))
 
 
