@@ -514,6 +514,47 @@ fn channel_mixing_matches_f64_dense_and_sparse() {
     });
 }
 
+/// `set_dense` replaces a dense matrix's weights in place: the next mix uses the new matrix;
+/// a sparse matrix, a wrong length or a non-finite weight is refused.
+#[test]
+fn channel_mixing_set_dense_replaces_the_weights() {
+    for_each_runtime(|target, client| {
+        let mut rng = Rng::new(0x5E7);
+        let (channels, samples) = (33, 257);
+        let x = random_window(channels, samples, &mut rng);
+        let first = random_mixing(channels, channels, &mut rng);
+        let second = random_mixing(channels, channels, &mut rng);
+        let mut mixing = ChannelMixing::from_dense(client, &first.dense, channels).unwrap();
+        let before = run_mixing(client, &x, channels, samples, &mixing);
+        check_mixed(
+            &format!("{target} first"),
+            &before,
+            None,
+            &x,
+            &first,
+            channels,
+        );
+        mixing.set_dense(client, &second.dense).unwrap();
+        let after = run_mixing(client, &x, channels, samples, &mixing);
+        check_mixed(
+            &format!("{target} replaced"),
+            &after,
+            None,
+            &x,
+            &second,
+            channels,
+        );
+        assert!(mixing.set_dense(client, &second.dense[1..]).is_err());
+        let mut bad = second.dense.clone();
+        bad[5] = f64::NAN;
+        assert!(mixing.set_dense(client, &bad).is_err());
+        let sparse = random_mixing(channels, 4, &mut rng);
+        let mut sparse =
+            ChannelMixing::from_sparse(client, &sparse.indices, &sparse.weights, channels).unwrap();
+        assert!(sparse.set_dense(client, &second.dense).is_err());
+    });
+}
+
 #[test]
 fn channel_mixing_nan_reaches_exactly_the_outputs_that_use_it() {
     for_each_runtime(|target, client| {

@@ -18,7 +18,6 @@ use std::time::Instant;
 
 use cubecl::client::Client;
 use dspk_core::{ComputeTarget, RecordingSource};
-use dspk_ops::ChannelMixing;
 use dspk_ops::linalg::WhiteningMatrix;
 
 use crate::centres::{CentreSettings, TemplateCentres, template_centres};
@@ -252,7 +251,7 @@ pub fn run_front(
                 })?;
                 let target = interpolation.target_kernel(shifts, estimate.block_centres())?;
                 let matrix = compose(&target, &inverse_white, channels)?;
-                whitener.set_mixing(ChannelMixing::from_dense(client, &matrix, channels)?)?;
+                whitener.set_dense(client, &matrix)?;
                 detector.detect(client, whitener.whiten(client, w)?, &mut spikes)
             })?
         }

@@ -255,23 +255,18 @@ impl Whitener {
         )?)
     }
 
-    /// Replaces the mixing (drift correction changes it per batch).
+    /// Mixes by the dense `C x C` row-major `matrix` from now on (drift correction changes it
+    /// per batch): written in place into the dense mixing's buffer, allocated once.
     ///
     /// # Errors
     ///
-    /// [`Error::Input`] for a mixing of another channel count.
-    pub fn set_mixing(&mut self, mixing: ChannelMixing) -> Result<()> {
-        if mixing.channels() != self.mixing.channels() {
-            return Err(Error::Input {
-                what: "whitener",
-                reason: format!(
-                    "a mixing of {} channels for windows of {}",
-                    mixing.channels(),
-                    self.mixing.channels()
-                ),
-            });
+    /// As [`ChannelMixing::set_dense`] and [`ChannelMixing::from_dense`].
+    pub fn set_dense(&mut self, client: &Client, matrix: &[f64]) -> Result<()> {
+        if self.mixing.is_dense() {
+            self.mixing.set_dense(client, matrix)?;
+        } else {
+            self.mixing = ChannelMixing::from_dense(client, matrix, self.mixing.channels())?;
         }
-        self.mixing = mixing;
         Ok(())
     }
 

@@ -69,6 +69,35 @@ impl ChannelMixing {
         })
     }
 
+    /// Replaces the weights of a dense matrix in place (`channels x channels`, row-major, as
+    /// [`from_dense`](Self::from_dense)), without allocating: for a matrix that changes from
+    /// window to window (drift correction times whitening). Kernels queued before read the old
+    /// weights, kernels queued after the new ones. Clones share the buffer and see the change.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameter`] for a sparse matrix or a weight that is not finite in `f32`,
+    /// [`Error::Shape`] when `matrix` does not hold `channels * channels` values.
+    pub fn set_dense(&mut self, client: &Client, matrix: &[f64]) -> Result<()> {
+        if self.indices.is_some() {
+            return Err(Error::InvalidParameter {
+                what: "channel mixing: set_dense",
+                reason: "the matrix is sparse; make a dense one with from_dense".to_string(),
+            });
+        }
+        if matrix.len() != self.channels * self.channels {
+            return Err(Error::Shape {
+                what: "dense mixing matrix",
+                expected: self.channels * self.channels,
+                actual: matrix.len(),
+                unit: "values",
+            });
+        }
+        let weights = finite_f32(matrix)?;
+        client.write(&self.weights, cubecl::bytes::Bytes::from_elems(weights));
+        Ok(())
+    }
+
     /// Uploads a sparse matrix given as `taps` (input channel, weight) pairs per output channel,
     /// row-major `[channels, taps]` (`indices[c * taps + k]`, `weights[c * taps + k]`; `taps`
     /// is `indices.len() / channels`). Repeated indices in a row add up. When `taps ==
