@@ -5,7 +5,7 @@
 //! ```text
 //! cargo run --release --example kilosort_front                 # synthetic 64 ch, 20 s, drifting
 //! cargo run --release --example kilosort_front -- --seconds 4 --channels 32 --min-recall 0.9
-//! cargo run --release --example kilosort_front -- --bench DIR  # a ../shared/bench recording
+//! cargo run --release --example kilosort_front -- --bench DIR  # a ground-truth bench folder (gen_ground_truth.py)
 //! cargo run --release --example kilosort_front -- --set nblocks=0 --set Th_universal=8
 //! ```
 //!
@@ -160,7 +160,7 @@ fn synthetic_case(args: &Args) -> Result<Case, Box<dyn Error>> {
     })
 }
 
-/// A `../shared/bench/gen_ground_truth.py` folder: `recording.bin` (int16 interleaved) with
+/// A ground-truth bench `gen_ground_truth.py` folder: `recording.bin` (int16 interleaved) with
 /// `recording.json`, `chanMap.json`, `gt_spike_times.npy`, `gt_spike_clusters.npy`.
 fn bench_case(dir: &Path) -> Result<Case, Box<dyn Error>> {
     let meta: serde_json::Value =

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Upstream Kilosort4 4.1.7 on a ../shared/bench/gen_ground_truth.py folder, for the side-by-side
+"""Upstream Kilosort4 4.1.7 on a ground-truth bench gen_ground_truth.py folder, for the side-by-side
 figures of docs/PERFORMANCE.md: the whole sort through the bench's run_ks4.py (its stage times,
 `runtime_drift` and `runtime_st0` among them), with the universal-template detection it runs
 (`spikedetect.run`, once for drift and once for detection) captured on the way, so its

@@ -1,4 +1,4 @@
-//! The front half of a Kilosort4 sort (`../shared/KILOSORT4.md` §2-5): preprocessing fit,
+//! The front half of a Kilosort4 sort (`docs/KILOSORT4.md` §2-5): preprocessing fit,
 //! universal templates, drift estimation and correction, detection with universal templates.
 //! Every pass runs on the device through [`DeviceWindows`]; only results come back (the
 //! covariance, clips, spikes).

@@ -1,6 +1,6 @@
 //! Kilosort4 and EMUsort spike sorting on the device, on one runner.
 //!
-//! Built stage by stage from `../shared/KILOSORT4.md` (a specification of Kilosort 4.1.7 in our
+//! Built stage by stage from `docs/KILOSORT4.md` (a specification of Kilosort 4.1.7 in our
 //! own words; Kilosort is GPL and this crate is MIT/Apache, so nothing is transcribed from it).
 //! Every pass over the recording goes through [`windows::DeviceWindows`] (the streaming path of
 //! dspk-ops with the sorter's preprocessing chain, and the recording kept on the device between

@@ -1,4 +1,4 @@
-//! Preprocessing (`../shared/KILOSORT4.md` §2): the chain every pass runs on the device, and
+//! Preprocessing (`docs/KILOSORT4.md` §2): the chain every pass runs on the device, and
 //! its fit (channel offsets and the local whitening matrix).
 //!
 //! Per window, as Kilosort4 does per batch: sign (`invert_sign`), per-channel offset, common

@@ -1,4 +1,4 @@
-//! The probe as the sorter sees it (`../shared/KILOSORT4.md` §1.3): one entry per sorted
+//! The probe as the sorter sees it (`docs/KILOSORT4.md` §1.3): one entry per sorted
 //! channel, the recording channel it reads, its position and its shank.
 
 use dspk_synapse::Probe;

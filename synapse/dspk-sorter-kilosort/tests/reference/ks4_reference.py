@@ -3,7 +3,7 @@
 
 The recording is ours (dspk-synapse's deterministic generator); the test regenerates it, so
 only Kilosort's outputs are committed. Write the input, then run this where Kilosort 4.1.7,
-torch, numpy and scipy are installed (the H200 machine, wheels from ../shared/bench):
+torch, numpy and scipy are installed (the H200 machine, wheels of the ground-truth bench tools):
 
     DSPK_KS_REF_OUT=DIR cargo test -p dspk-sorter-kilosort --test kilosort_reference \
         -- --ignored --exact write_reference_input
