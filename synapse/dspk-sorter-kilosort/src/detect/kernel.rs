@@ -10,9 +10,15 @@ pub(super) const FOUND: usize = 0;
 /// Slot of `counters` holding the smallest index of a non-finite sample (`u32::MAX`: none).
 pub(super) const FIRST_BAD: usize = 1;
 
+/// Lanes of one warp: consecutive units take consecutive columns, so loads and stores of a
+/// warp are coalesced.
+pub(super) const LANES: usize = 32;
+
 /// `bt[c, k, t] = sum_j x[c, t + j - nt / 2] * wtemp[k, j]`, samples outside the row read as
-/// zero. One unit per channel and `tile` consecutive columns (each weight it loads serves
-/// `tile` columns); the unit of a non-finite sample lowers `counters[FIRST_BAD]` to its index.
+/// zero. One unit per channel and `tile` columns `LANES` apart (each weight it loads serves
+/// `tile` columns): unit `(c * chunks + chunk) * LANES + lane` takes the columns
+/// `chunk * tile * LANES + q * LANES + lane`. The unit of a non-finite sample lowers
+/// `counters[FIRST_BAD]` to its index.
 #[cube(launch)]
 pub(super) fn project_templates(
     x: &[f32],
@@ -26,15 +32,17 @@ pub(super) fn project_templates(
     #[comptime] tile: usize,
 ) {
     let n = usize::cast_from(samples);
-    let tiles = n.div_ceil(tile);
+    let span = tile * LANES;
+    let lanes_per_channel = n.div_ceil(span) * LANES;
     let unit = ABSOLUTE_POS;
-    if unit < usize::cast_from(channels) * tiles {
-        let c = unit / tiles;
-        let t0 = (unit % tiles) * tile;
+    if unit < usize::cast_from(channels) * lanes_per_channel {
+        let c = unit / lanes_per_channel;
+        let within = unit % lanes_per_channel;
+        let t0 = (within / LANES) * span + within % LANES;
         let row = c * n;
         #[unroll]
         for q in 0..tile {
-            let t = t0 + q;
+            let t = t0 + q * LANES;
             if t < n {
                 let value = x[row + t];
                 if value.is_nan() || value.is_inf() {
@@ -57,8 +65,8 @@ pub(super) fn project_templates(
             }
             #[unroll]
             for q in 0..tile {
-                // Sample `t0 + q + j - half`, read as 0 outside `0..n`.
-                let shifted = t0 + q + j;
+                // Sample `t0 + q * LANES + j - half`, read as 0 outside `0..n`.
+                let shifted = t0 + q * LANES + j;
                 let inside = shifted >= half && shifted < n + half;
                 let v = select(
                     inside,
@@ -73,7 +81,7 @@ pub(super) fn project_templates(
         }
         #[unroll]
         for q in 0..tile {
-            let t = t0 + q;
+            let t = t0 + q * LANES;
             if t < n {
                 #[unroll]
                 for k in 0..templates {
@@ -86,7 +94,13 @@ pub(super) fn project_templates(
 
 /// For each `(g, t)`: `A[s, k] = sum_i weights[s, g, i] * bt[iC[g, i], k, t]`, and
 /// `amax[g, t] = max |A|` over the combos `s * K + k`, `codes[g, t]` the first combo reaching
-/// it (lowest index) times 2, plus 1 when its `A` is negative. One unit per `(g, t)`.
+/// it (lowest index) times 2, plus 1 when its `A` is negative.
+///
+/// One unit per `(g, t)`, numbered `((group * chunks + chunk) * block + member) * LANES + lane`
+/// for centre `g = group * block + member` and column `t = chunk * LANES + lane`: a cube of
+/// `block * LANES` units covers `block` consecutive centres (ordered by position, so they share
+/// most of their channels) at the same `LANES` columns, and the projections one centre's units
+/// load serve the others from the cache.
 #[cube(launch)]
 pub(super) fn score_centres(
     bt: &[f32],
@@ -99,13 +113,17 @@ pub(super) fn score_centres(
     #[comptime] nc: usize,
     #[comptime] templates: usize,
     #[comptime] sizes: usize,
+    #[comptime] block: usize,
 ) {
     let unit = ABSOLUTE_POS;
     let n = usize::cast_from(samples);
     let g_count = usize::cast_from(centres);
-    if unit < g_count * n {
-        let g = unit / n;
-        let t = unit % n;
+    let chunks = n.div_ceil(LANES);
+    let member = (unit / LANES) % block;
+    let chunk = (unit / (LANES * block)) % chunks;
+    let g = unit / (LANES * block * chunks) * block + member;
+    let t = chunk * LANES + unit % LANES;
+    if g < g_count && t < n {
         let mut acc = Array::<f32>::new(sizes * templates);
         #[unroll]
         for combo in 0..sizes * templates {
@@ -139,8 +157,8 @@ pub(super) fn score_centres(
                 code = u32::cast_from(combo) * 2 + select(a < 0.0f32, 1u32, 0u32);
             }
         }
-        amax[unit] = best;
-        codes[unit] = code;
+        amax[g * n + t] = best;
+        codes[g * n + t] = code;
     }
 }
 

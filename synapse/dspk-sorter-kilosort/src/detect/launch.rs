@@ -8,7 +8,7 @@ use dspk_ops::launch::{CUBE_DIM, cube_count};
 use dspk_ops::{DeviceArray, DeviceLimits, DeviceWindow, Element};
 
 use super::Spikes;
-use super::kernel::{self, FIRST_BAD, FOUND};
+use super::kernel::{self, FIRST_BAD, FOUND, LANES};
 use crate::centres::TemplateCentres;
 use crate::universal::UniversalTemplates;
 use crate::{Error, Result};
@@ -16,6 +16,10 @@ use crate::{Error, Result};
 /// Columns one unit of the projection kernel computes: each template weight it loads serves
 /// this many.
 const PROJECTION_TILE: usize = 8;
+
+/// Consecutive centres one cube of the scoring kernel covers (`CUBE_DIM / LANES`): they share
+/// most of their channels, so the projections one loads serve the others from the cache.
+const SCORE_BLOCK: usize = CUBE_DIM as usize / LANES;
 
 /// Spike slots allocated before the first window (grown to the most spikes one window had).
 const INITIAL_CAPACITY: usize = 1 << 12;
@@ -269,46 +273,9 @@ impl UniversalDetector {
             return Ok(());
         }
         self.reserve_samples(client, n)?;
-        let scratch = &self.scratch;
-        let values = array.len();
-        let (g_count, k_count) = (self.centres, self.templates);
-        let maps = g_count * n;
-        let bt_len = self.channels * k_count * n;
-        client.write(
-            self.counters.handle(),
-            Bytes::from_elems(vec![0u32, u32::MAX]),
-        );
-        // Counts below u32::MAX: `values` is a typed array's length, `bt_len` and `maps` were
-        // checked by `reserve_samples`.
-        kernel::project_templates::launch(
-            client,
-            cube_count(self.channels * n.div_ceil(PROJECTION_TILE)),
-            CubeDim::new_1d(CUBE_DIM),
-            buffer(array, values),
-            buffer(&self.wtemp, k_count * self.nt),
-            buffer(&scratch.bt, bt_len),
-            buffer(&self.counters, 2),
-            self.channels as u32,
-            n as u32,
-            self.nt as u32,
-            k_count,
-            PROJECTION_TILE,
-        );
-        kernel::score_centres::launch(
-            client,
-            cube_count(maps),
-            CubeDim::new_1d(CUBE_DIM),
-            buffer(&scratch.bt, bt_len),
-            buffer(&self.nearest_channels, g_count * self.nc),
-            buffer(&self.weights, self.sizes * g_count * self.nc),
-            buffer(&scratch.amax, maps),
-            buffer(&scratch.codes, maps),
-            g_count as u32,
-            n as u32,
-            self.nc,
-            k_count,
-            self.sizes,
-        );
+        self.reset_counters(client);
+        self.project(client, array);
+        self.score(client, n);
         self.select(client, n, &owned);
         let [mut found, first_bad] = read_counters(client, &self.counters)?;
         if first_bad != u32::MAX {
@@ -325,10 +292,7 @@ impl UniversalDetector {
         }
         if found as usize > self.slots.capacity {
             self.reserve_slots(client, found as usize)?;
-            client.write(
-                self.counters.handle(),
-                Bytes::from_elems(vec![0u32, u32::MAX]),
-            );
+            self.reset_counters(client);
             self.select(client, n, &owned);
             [found, _] = read_counters(client, &self.counters)?;
         }
@@ -336,32 +300,9 @@ impl UniversalDetector {
         if found == 0 {
             return Ok(());
         }
-        let scratch = &self.scratch;
+        self.features(client, array, found);
         let slots = &self.slots;
-        let cap = slots.capacity;
         let (nc, pcs) = (self.nc, self.pcs);
-        kernel::spike_features::launch(
-            client,
-            cube_count(found * nc),
-            CubeDim::new_1d(CUBE_DIM),
-            buffer(array, values),
-            buffer(&scratch.bt, bt_len),
-            buffer(&scratch.amax, maps),
-            buffer(&scratch.codes, maps),
-            buffer(&slots.found, cap),
-            buffer(&self.nearest_channels, g_count * nc),
-            buffer(&self.wpca, pcs * self.nt),
-            buffer(&self.positions, 2 * self.channels),
-            buffer(&slots.features, cap * nc * pcs),
-            buffer(&slots.props, 3 * cap),
-            buffer(&slots.codes, cap),
-            found as u32,
-            n as u32,
-            nc as u32,
-            self.nt as u32,
-            k_count,
-            pcs,
-        );
         let bytes = client.read(vec![
             prefix(&slots.found, found),
             prefix(&slots.props, 3 * found),
@@ -391,6 +332,132 @@ impl UniversalDetector {
                 .extend_from_slice(&features[m * block..(m + 1) * block]);
         }
         Ok(())
+    }
+
+    /// Zeroes `counters[FOUND]` and sets `counters[FIRST_BAD]` to `u32::MAX` (none).
+    fn reset_counters(&self, client: &Client) {
+        client.write(
+            self.counters.handle(),
+            Bytes::from_elems(vec![0u32, u32::MAX]),
+        );
+    }
+
+    /// Queues `project_templates` on `array` (`n` samples per channel).
+    fn project(&self, client: &Client, array: &DeviceArray<f32>) {
+        let n = array.samples();
+        // Counts below u32::MAX: `array.len()` is a typed array's length, `bt` was checked by
+        // `reserve_samples`.
+        kernel::project_templates::launch(
+            client,
+            cube_count(self.channels * n.div_ceil(PROJECTION_TILE * LANES) * LANES),
+            CubeDim::new_1d(CUBE_DIM),
+            buffer(array, array.len()),
+            buffer(&self.wtemp, self.templates * self.nt),
+            buffer(&self.scratch.bt, self.channels * self.templates * n),
+            buffer(&self.counters, 2),
+            self.channels as u32,
+            n as u32,
+            self.nt as u32,
+            self.templates,
+            PROJECTION_TILE,
+        );
+    }
+
+    /// Queues `score_centres` over windows of `n` samples per channel.
+    fn score(&self, client: &Client, n: usize) {
+        let scratch = &self.scratch;
+        let (g_count, k_count) = (self.centres, self.templates);
+        let maps = g_count * n;
+        let units = g_count.div_ceil(SCORE_BLOCK) * n.div_ceil(LANES) * SCORE_BLOCK * LANES;
+        kernel::score_centres::launch(
+            client,
+            cube_count(units),
+            CubeDim::new_1d(CUBE_DIM),
+            buffer(&scratch.bt, self.channels * k_count * n),
+            buffer(&self.nearest_channels, g_count * self.nc),
+            buffer(&self.weights, self.sizes * g_count * self.nc),
+            buffer(&scratch.amax, maps),
+            buffer(&scratch.codes, maps),
+            g_count as u32,
+            n as u32,
+            self.nc,
+            k_count,
+            self.sizes,
+            SCORE_BLOCK,
+        );
+    }
+
+    /// Queues `spike_features` for the first `spikes` found spikes of `array`.
+    fn features(&self, client: &Client, array: &DeviceArray<f32>, spikes: usize) {
+        let n = array.samples();
+        let values = array.len();
+        let (g_count, k_count) = (self.centres, self.templates);
+        let maps = g_count * n;
+        let bt_len = self.channels * k_count * n;
+        let scratch = &self.scratch;
+        let slots = &self.slots;
+        let cap = slots.capacity;
+        let (nc, pcs) = (self.nc, self.pcs);
+        kernel::spike_features::launch(
+            client,
+            cube_count(spikes * nc),
+            CubeDim::new_1d(CUBE_DIM),
+            buffer(array, values),
+            buffer(&scratch.bt, bt_len),
+            buffer(&scratch.amax, maps),
+            buffer(&scratch.codes, maps),
+            buffer(&slots.found, cap),
+            buffer(&self.nearest_channels, g_count * nc),
+            buffer(&self.wpca, pcs * self.nt),
+            buffer(&self.positions, 2 * self.channels),
+            buffer(&slots.features, cap * nc * pcs),
+            buffer(&slots.props, 3 * cap),
+            buffer(&slots.codes, cap),
+            spikes as u32,
+            n as u32,
+            nc as u32,
+            self.nt as u32,
+            k_count,
+            pcs,
+        );
+    }
+
+    /// Milliseconds of each stage of [`detect`](Self::detect) on `window`, the device synced
+    /// after each: projections, scores, selection (with the count's read-back) and features.
+    #[cfg(test)]
+    pub(super) fn stage_times(
+        &mut self,
+        client: &Client,
+        window: &DeviceWindow,
+    ) -> Result<[f64; 4]> {
+        let array = window.array();
+        let n = array.samples();
+        let owned = window.owned_local();
+        self.reserve_samples(client, n)?;
+        self.reset_counters(client);
+        cubecl::future::block_on(client.sync())?;
+        let mut times = [0.0; 4];
+        let mut started = std::time::Instant::now();
+        let mut lap = |stage: usize| {
+            times[stage] = started.elapsed().as_secs_f64() * 1e3;
+            started = std::time::Instant::now();
+        };
+        self.project(client, array);
+        cubecl::future::block_on(client.sync())?;
+        lap(0);
+        self.score(client, n);
+        cubecl::future::block_on(client.sync())?;
+        lap(1);
+        self.select(client, n, &owned);
+        let [found, _] = read_counters(client, &self.counters)?;
+        lap(2);
+        let found = (found as usize).min(self.slots.capacity);
+        if found > 0 {
+            self.features(client, array, found);
+        }
+        cubecl::future::block_on(client.sync())?;
+        lap(3);
+        Ok(times)
     }
 
     /// Queues `select_spikes` on the owned columns (the counters reset before).

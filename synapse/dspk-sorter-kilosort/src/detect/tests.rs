@@ -510,5 +510,12 @@ fn detect_timing_np1_window() {
                 started.elapsed().as_secs_f64() * 1e3
             );
         }
+        for rep in 0..3 {
+            let [project, score, select, features] = detector.stage_times(client, &window).unwrap();
+            eprintln!(
+                "detect_stages runtime={target} rep={rep} project_ms={project:.3} \
+                 score_ms={score:.3} select_ms={select:.3} features_ms={features:.3}"
+            );
+        }
     });
 }
