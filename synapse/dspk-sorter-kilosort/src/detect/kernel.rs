@@ -129,20 +129,22 @@ pub(super) fn score_centres(
         for combo in 0..sizes * templates {
             acc[combo] = 0.0f32;
         }
-        let mut b = Array::<f32>::new(templates);
+        // Per channel: its weights at every size first, then each template's projection used
+        // for all sizes. Every accumulator still sums over the channels in order.
+        let mut w = Array::<f32>::new(sizes);
         #[unroll]
         for i in 0..nc {
             let c = usize::cast_from(nearest_channels[g * nc + i]);
             #[unroll]
-            for k in 0..templates {
-                b[k] = bt[(c * templates + k) * n + t];
+            for s in 0..sizes {
+                w[s] = weights[(s * g_count + g) * nc + i];
             }
             #[unroll]
-            for s in 0..sizes {
-                let w = weights[(s * g_count + g) * nc + i];
+            for k in 0..templates {
+                let b = bt[(c * templates + k) * n + t];
                 #[unroll]
-                for k in 0..templates {
-                    acc[s * templates + k] += w * b[k];
+                for s in 0..sizes {
+                    acc[s * templates + k] += w[s] * b;
                 }
             }
         }
