@@ -38,9 +38,10 @@ pub struct PassReport {
     pub uploaded_bytes: u64,
     /// Wall time from the first read to the device finishing the last window.
     pub wall: Duration,
-    /// Time the device spent on the pass, as the runtime's profiler measures it on the device
-    /// (CUDA events, GPU timestamps); `None` where the runtime times on the host only or
-    /// could not profile (then [`wall`](Self::wall) is the figure).
+    /// The pass on the device's clock, from its first to its last device operation, as the
+    /// runtime's profiler measures it (CUDA events, GPU timestamps; CUDA's includes the
+    /// device's idle gaps between windows, so it is not busy time); `None` where the runtime
+    /// times on the host only or could not profile (then [`wall`](Self::wall) is the figure).
     pub device: Option<Duration>,
 }
 
