@@ -246,6 +246,18 @@ impl<E: Element> DeviceArray<E> {
         self.len() == 0
     }
 
+    /// A kernel argument over the first `len` values (never more than the array holds), for
+    /// crates that launch their own kernels without `unsafe`: CubeCL's checked launches bound
+    /// every access by the declared length, and clamping it to the typed array's makes the
+    /// argument sound (what `BufferArg::from_raw_parts` asks its caller to promise).
+    #[must_use]
+    pub fn arg(&self, len: usize) -> cubecl::prelude::BufferArg {
+        // SAFETY: the declared length is at most the values the typed array holds.
+        unsafe {
+            cubecl::prelude::BufferArg::from_raw_parts(self.handle.clone(), len.min(self.len()))
+        }
+    }
+
     /// The device buffer, for crates that launch their own kernels: at least
     /// [`len`](Self::len) values of `E` at its start, channel-major. The only way to the bare
     /// buffer; the shape stays with the array.

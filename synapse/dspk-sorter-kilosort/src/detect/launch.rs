@@ -3,7 +3,6 @@
 use cubecl::CubeElement;
 use cubecl::bytes::Bytes;
 use cubecl::prelude::*;
-use cubecl::zspace::Tiling;
 use dspk_ops::launch::{CUBE_DIM, cube_count};
 use dspk_ops::{DeviceArray, DeviceLimits, DeviceWindow, Element};
 
@@ -351,10 +350,10 @@ impl UniversalDetector {
             client,
             cube_count(self.channels * n.div_ceil(PROJECTION_TILE * LANES) * LANES),
             CubeDim::new_1d(CUBE_DIM),
-            buffer(array, array.len()),
-            buffer(&self.wtemp, self.templates * self.nt),
-            buffer(&self.scratch.bt, self.channels * self.templates * n),
-            buffer(&self.counters, 2),
+            array.arg(array.len()),
+            self.wtemp.arg(self.templates * self.nt),
+            self.scratch.bt.arg(self.channels * self.templates * n),
+            self.counters.arg(2),
             self.channels as u32,
             n as u32,
             self.nt as u32,
@@ -373,11 +372,11 @@ impl UniversalDetector {
             client,
             cube_count(units),
             CubeDim::new_1d(CUBE_DIM),
-            buffer(&scratch.bt, self.channels * k_count * n),
-            buffer(&self.nearest_channels, g_count * self.nc),
-            buffer(&self.weights, self.sizes * g_count * self.nc),
-            buffer(&scratch.amax, maps),
-            buffer(&scratch.codes, maps),
+            scratch.bt.arg(self.channels * k_count * n),
+            self.nearest_channels.arg(g_count * self.nc),
+            self.weights.arg(self.sizes * g_count * self.nc),
+            scratch.amax.arg(maps),
+            scratch.codes.arg(maps),
             g_count as u32,
             n as u32,
             self.nc,
@@ -402,17 +401,17 @@ impl UniversalDetector {
             client,
             cube_count(spikes * nc),
             CubeDim::new_1d(CUBE_DIM),
-            buffer(array, values),
-            buffer(&scratch.bt, bt_len),
-            buffer(&scratch.amax, maps),
-            buffer(&scratch.codes, maps),
-            buffer(&slots.found, cap),
-            buffer(&self.nearest_channels, g_count * nc),
-            buffer(&self.wpca, pcs * self.nt),
-            buffer(&self.positions, 2 * self.channels),
-            buffer(&slots.features, cap * nc * pcs),
-            buffer(&slots.props, 3 * cap),
-            buffer(&slots.codes, cap),
+            array.arg(values),
+            scratch.bt.arg(bt_len),
+            scratch.amax.arg(maps),
+            scratch.codes.arg(maps),
+            slots.found.arg(cap),
+            self.nearest_channels.arg(g_count * nc),
+            self.wpca.arg(pcs * self.nt),
+            self.positions.arg(2 * self.channels),
+            slots.features.arg(cap * nc * pcs),
+            slots.props.arg(3 * cap),
+            slots.codes.arg(cap),
             spikes as u32,
             n as u32,
             nc as u32,
@@ -469,10 +468,10 @@ impl UniversalDetector {
             client,
             cube_count(units),
             CubeDim::new_1d(CUBE_DIM),
-            buffer(&scratch.amax, maps),
-            buffer(&self.nearest_centres, self.centres * self.nn),
-            buffer(&self.counters, 2),
-            buffer(&self.slots.found, self.slots.capacity),
+            scratch.amax.arg(maps),
+            self.nearest_centres.arg(self.centres * self.nn),
+            self.counters.arg(2),
+            self.slots.found.arg(self.slots.capacity),
             self.slots.capacity as u32,
             self.centres as u32,
             n as u32,
@@ -541,21 +540,6 @@ fn upload<E: Element>(client: &Client, values: &[E]) -> Result<DeviceArray<E>> {
 /// A new uninitialised array of `values` `E` (at least one word).
 fn alloc<E: Element>(client: &Client, values: usize) -> Result<DeviceArray<E>> {
     Ok(DeviceArray::empty(client, 1, values)?)
-}
-
-/// A kernel argument over the first `len` values of `array` (never more than it holds), for
-/// the checked launches, which bound every access by the declared length. Built from the
-/// binding's public fields because the crate forbids `unsafe` (`BufferArg::from_raw_parts`
-/// is unsafe since a length past the buffer's end would let a kernel address memory outside
-/// it); sound because the length is clamped to the typed array's.
-fn buffer<E: Element>(array: &DeviceArray<E>, len: usize) -> BufferArg {
-    TensorBinding {
-        handle: array.handle().clone().binding(),
-        strides: [1].into(),
-        shape: [len.min(array.len())].into(),
-        tiling: Tiling::UNTILED,
-    }
-    .into_buffer_arg()
 }
 
 /// The first `values` values of `array`, for a read-back.

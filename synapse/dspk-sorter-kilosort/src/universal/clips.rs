@@ -4,9 +4,8 @@
 use cubecl::bytes::Bytes;
 use cubecl::client::Client;
 use cubecl::prelude::*;
-use cubecl::zspace::Tiling;
 use dspk_ops::launch::{CUBE_DIM, cube_count};
-use dspk_ops::{DeviceArray, DeviceWindow, Element};
+use dspk_ops::{DeviceArray, DeviceWindow};
 
 use super::kernel::{self, ISOLATION_CHANNELS, ISOLATION_SAMPLES, POOL_SAMPLES};
 use crate::{Error, Result};
@@ -180,9 +179,9 @@ impl ClipHarvester {
             client,
             cube_count(values),
             CubeDim::new_1d(CUBE_DIM),
-            buffer(array, values),
-            buffer(&marks, values),
-            buffer(&self.counters, 2),
+            array.arg(values),
+            marks.arg(values),
+            self.counters.arg(2),
             channels as u32,
             samples as u32,
             settings.th_single_ch,
@@ -191,9 +190,9 @@ impl ClipHarvester {
             client,
             cube_count(channels * owned.len()),
             CubeDim::new_1d(CUBE_DIM),
-            buffer(&marks, values),
-            buffer(&self.counters, 2),
-            buffer(&list, capacity),
+            marks.arg(values),
+            self.counters.arg(2),
+            list.arg(capacity),
             capacity as u32,
             channels as u32,
             samples as u32,
@@ -236,9 +235,9 @@ impl ClipHarvester {
             client,
             cube_count(out.len()),
             CubeDim::new_1d(CUBE_DIM),
-            buffer(array, values),
-            buffer(&sorted, found),
-            buffer(&out, out.len()),
+            array.arg(values),
+            sorted.arg(found),
+            out.arg(out.len()),
             found as u32,
             settings.nt as u32,
             settings.nt0min as u32,
@@ -333,23 +332,6 @@ fn grown(
             Ok(array)
         }
     }
-}
-
-/// A kernel argument over the first `len` values of `array` (never more than it holds), for
-/// the checked launches above, which bound every access by the declared length.
-///
-/// The crate forbids `unsafe`, and `BufferArg::from_raw_parts` is unsafe because a declared
-/// length past the buffer's end would let a kernel address memory outside it; building the
-/// binding from its public fields instead is sound here only because the length is clamped
-/// to the typed array's.
-fn buffer<E: Element>(array: &DeviceArray<E>, len: usize) -> BufferArg {
-    TensorBinding {
-        handle: array.handle().clone().binding(),
-        strides: [1].into(),
-        shape: [len.min(array.len())].into(),
-        tiling: Tiling::UNTILED,
-    }
-    .into_buffer_arg()
 }
 
 #[cfg(test)]
