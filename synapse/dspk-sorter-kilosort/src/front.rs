@@ -96,10 +96,15 @@ pub fn run_front(
     let (nt, nt0min) = (settings.nt, settings.trough());
     let mut stages = Vec::new();
 
-    // Offsets: the mean of each channel over the first batch.
+    // Offsets: the mean of each channel over the first batch, read on the host.
+    let started = Instant::now();
     let sign = if settings.invert_sign { -1.0 } else { 1.0 };
     let first = 0..batch.min(info.num_samples);
+    let read = probe.len() as u64 * first.end * info.stored_format.size() as u64;
     let offsets = channel_offsets(source.as_ref(), probe.channels(), first, sign)?;
+    let mut pass = host_step("channel offsets", started);
+    pass.read_bytes = read;
+    stages.push(StageReport::new(client, pass, None));
     let preprocessing = Preprocessing::new(offsets.clone(), settings, info.sample_rate.as_hz())?;
     let extra_halo = (nt + nt0min) as u64;
     let budget = resident_budget(client, settings.resident_bytes);
