@@ -157,17 +157,32 @@ pub(super) fn register(
     // Step 2: rigid, integer bins, reference updated to the mean after every iteration.
     let mut r = f[first * per_batch..(first + 1) * per_batch].to_vec();
     let mut rigid = vec![0isize; n_batches];
+    // Batches are searched independently within an iteration: they are shared among the
+    // machine's threads (each batch's search is the same whatever the thread count).
+    let threads = std::thread::available_parallelism().map_or(1, usize::from);
+    let per_thread = n_batches.div_ceil(threads).max(1);
     for _ in 0..COARSE_ITERATIONS {
-        for ((batch, total), _) in f
-            .chunks_exact_mut(per_batch)
-            .zip(&mut rigid)
-            .zip(active)
-            .filter(|(_, a)| **a)
-        {
-            let s = best_shift(batch, &r, n_bins, COARSE_REACH);
-            batch.rotate_right(s.rem_euclid(n_bins as isize) as usize * COLUMNS);
-            *total += s;
-        }
+        let reference_now = &r;
+        std::thread::scope(|scope| {
+            for ((batches, totals), actives) in f
+                .chunks_mut(per_thread * per_batch)
+                .zip(rigid.chunks_mut(per_thread))
+                .zip(active.chunks(per_thread))
+            {
+                scope.spawn(move || {
+                    for ((batch, total), _) in batches
+                        .chunks_exact_mut(per_batch)
+                        .zip(totals)
+                        .zip(actives)
+                        .filter(|(_, a)| **a)
+                    {
+                        let s = best_shift(batch, reference_now, n_bins, COARSE_REACH);
+                        batch.rotate_right(s.rem_euclid(n_bins as isize) as usize * COLUMNS);
+                        *total += s;
+                    }
+                });
+            }
+        });
         r = reference(&f, per_batch, active);
     }
 
