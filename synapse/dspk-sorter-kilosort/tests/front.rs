@@ -16,10 +16,15 @@ use dspk_synapse::groundtruth::{Drift, GroundTruthConfig, GroundTruthRecording};
 
 /// 32 channels, `seconds` s, 8 units.
 fn recording(seconds: u64, drift: Drift) -> GroundTruthRecording {
+    sized(32, seconds * 30_000, 8, drift)
+}
+
+/// `channels` channels, `samples` samples, `units` units, seed 3.
+fn sized(channels: usize, samples: u64, units: usize, drift: Drift) -> GroundTruthRecording {
     GroundTruthRecording::generate(&GroundTruthConfig {
-        channels: 32,
-        num_samples: seconds * 30_000,
-        units: 8,
+        channels,
+        num_samples: samples,
+        units,
         drift,
         seed: 3,
         ..GroundTruthConfig::default()
@@ -337,7 +342,11 @@ fn bad_input_is_an_error_or_a_documented_result() {
         let mut long_batch = settings(1);
         long_batch.batch_size = 60_000;
         let front = run(client, Arc::new(short.clone()), &probe, &long_batch, None).unwrap();
-        let fit = front.stages.iter().find(|s| s.pass.name == "whitening fit").unwrap();
+        let fit = front
+            .stages
+            .iter()
+            .find(|s| s.pass.name == "whitening fit")
+            .unwrap();
         assert_eq!(fit.pass.windows, 1, "{target}");
         assert_eq!(
             front.drift.unwrap().dshift(),
@@ -346,13 +355,7 @@ fn bad_input_is_an_error_or_a_documented_result() {
         );
 
         // Shorter than a template: an error.
-        let tiny = GroundTruthRecording::generate(&GroundTruthConfig {
-            channels: 32,
-            num_samples: 50,
-            units: 1,
-            ..GroundTruthConfig::default()
-        })
-        .unwrap();
+        let tiny = sized(32, 50, 1, Drift::None);
         let e = run(client, Arc::new(tiny), &probe, &settings(0), None).unwrap_err();
         assert!(
             e.to_string().contains("shorter than one template"),
@@ -374,13 +377,7 @@ fn bad_input_is_an_error_or_a_documented_result() {
 
         // Fewer channels than the neighbourhoods (4 < whitening_range 32, nearest_chans 10):
         // every neighbourhood is the whole probe.
-        let few = GroundTruthRecording::generate(&GroundTruthConfig {
-            channels: 4,
-            num_samples: 60_000,
-            units: 2,
-            ..GroundTruthConfig::default()
-        })
-        .unwrap();
+        let few = sized(4, 60_000, 2, Drift::None);
         let few_probe = probe_of(&few);
         let front = run(client, Arc::new(few), &few_probe, &settings(0), None).unwrap();
         assert_eq!(front.whitening.k(), 4, "{target}");
