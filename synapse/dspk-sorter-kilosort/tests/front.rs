@@ -448,3 +448,112 @@ fn templates_learned_from_the_recording_find_the_spikes() {
         assert!(recall > 0.9, "{target}: recall {recall}");
     });
 }
+
+/// Where a detection pass's time goes on a GPU, per 384-channel window of 60 000 samples:
+/// the preprocessing from resident int16 alone, then with the sparse whitening, the dense
+/// (drift-corrected) whitening, and the sparse whitening plus detection; the device synced
+/// after every window. Ignored (minutes on a software renderer); on a GPU:
+/// `cargo test --release -p dspk-sorter-kilosort --test front -- --ignored window_step_timing --nocapture`.
+#[test]
+#[ignore]
+fn window_step_timing() {
+    use dspk_sorter_kilosort::centres::{CentreSettings, template_centres};
+    use dspk_sorter_kilosort::detect::UniversalDetector;
+    use dspk_sorter_kilosort::preprocess::{
+        Preprocessing, Whitener, channel_offsets, fit_whitening,
+    };
+    use dspk_sorter_kilosort::universal::UniversalTemplates;
+    use dspk_sorter_kilosort::windows::DeviceWindows;
+
+    let windows_count = 8u64;
+    let rec = Arc::new(sized(384, windows_count * 60_000, 96, Drift::None));
+    let probe = probe_of(&rec);
+    let settings = KilosortSettings {
+        batch_size: 60_000,
+        ..settings(0)
+    };
+    for_each_runtime(|target, client| {
+        let sync = || cubecl::future::block_on(client.sync()).unwrap();
+        let offsets = channel_offsets(rec.as_ref(), probe.channels(), 0..60_000, 1.0).unwrap();
+        let pre = Preprocessing::new(offsets, &settings, 30_000.0).unwrap();
+        let mut windows = DeviceWindows::new(
+            client,
+            rec.clone(),
+            probe.channels().to_vec(),
+            60_000,
+            81,
+            None,
+            pre,
+            u64::MAX,
+        )
+        .unwrap();
+        let (white, _) =
+            fit_whitening(client, &mut windows, &probe, &settings, &mut |_| {}).unwrap();
+        let max = windows.max_read_len();
+        let mut sparse =
+            Whitener::new(client, Whitener::sparse(client, &white).unwrap(), max).unwrap();
+        let mut dense =
+            Whitener::new(client, Whitener::sparse(client, &white).unwrap(), max).unwrap();
+        dense.set_dense(client, &white.dense()).unwrap();
+        let templates =
+            UniversalTemplates::from_npz(settings.templates_file.as_ref().unwrap()).unwrap();
+        let centres = template_centres(
+            probe.positions(),
+            probe.shanks(),
+            &CentreSettings::default(),
+        )
+        .unwrap();
+        let mut detector = UniversalDetector::new(
+            client,
+            probe.len(),
+            probe.positions(),
+            &centres,
+            &templates,
+            9.0,
+        )
+        .unwrap();
+        let mut spikes = detector.new_spikes();
+        let mut time = |name: &str, visit: &mut dyn FnMut(&dspk_ops::DeviceWindow)| {
+            sync();
+            let started = std::time::Instant::now();
+            let report = windows
+                .pass("timing", &mut |_| {}, |w| {
+                    visit(w);
+                    sync();
+                    Ok(())
+                })
+                .unwrap();
+            let ms = started.elapsed().as_secs_f64() * 1e3 / report.windows as f64;
+            eprintln!(
+                "window_step_timing runtime={target} step={name} windows={} resident={} ms_per_window={ms:.3}",
+                report.windows, report.resident_windows
+            );
+        };
+        for _ in 0..2 {
+            time("preprocess", &mut |_| {});
+            time("preprocess+sparse_whiten", &mut |w| {
+                sparse.whiten(client, w).unwrap();
+            });
+            time("preprocess+dense_whiten", &mut |w| {
+                dense.whiten(client, w).unwrap();
+            });
+            time("preprocess+sparse_whiten+detect", &mut |w| {
+                let white = sparse.whiten(client, w).unwrap();
+                detector.detect(client, white, &mut spikes).unwrap();
+            });
+        }
+        // The same inside a profiling window, as the passes' device time is measured.
+        let window = client.profile_start().ok();
+        time("profiled:preprocess+sparse_whiten+detect", &mut |w| {
+            let white = sparse.whiten(client, w).unwrap();
+            detector.detect(client, white, &mut spikes).unwrap();
+        });
+        if let Some(window) = window {
+            let _ = client.profile_end(window);
+        }
+        eprintln!(
+            "window_step_timing runtime={target} spikes={}",
+            spikes.len()
+        );
+    });
+}
