@@ -176,7 +176,6 @@ impl DeviceWindows {
         mut visit: impl FnMut(&DeviceWindow) -> Result<()>,
     ) -> Result<PassReport> {
         let started = Instant::now();
-        let total = self.schedule.len();
         let mut report = PassReport {
             name,
             windows: 0,
@@ -187,6 +186,32 @@ impl DeviceWindows {
             device: None,
         };
         let profile = self.client.profile_start().ok();
+        let visited = self.visit_windows(&mut report, progress, select, &mut visit);
+        let synced = visited.and_then(|()| Ok(cubecl::future::block_on(self.client.sync())?));
+        if let Err(error) = synced {
+            // A pass that failed leaves no profiling window open behind it.
+            if let Some(window) = profile {
+                self.client.profile_abandon(window);
+            }
+            return Err(error);
+        }
+        self.passes += 1;
+        report.wall = started.elapsed();
+        report.device = profile.and_then(|window| device_time(&self.client, window));
+        Ok(report)
+    }
+
+    /// The body of [`pass_selected`](Self::pass_selected): serves the windows (resident or
+    /// streamed), visits the selected ones and fills `report`'s counts.
+    fn visit_windows(
+        &mut self,
+        report: &mut PassReport,
+        progress: &mut dyn FnMut(Progress),
+        select: impl Fn(&HaloWindow) -> bool,
+        visit: &mut impl FnMut(&DeviceWindow) -> Result<()>,
+    ) -> Result<()> {
+        let total = self.schedule.len();
+        let name = report.name;
         let mut tell = |done: usize| {
             progress(Progress {
                 stage: name,
@@ -210,34 +235,30 @@ impl DeviceWindows {
                 tell(index + 1);
             }
             tell(total);
-        } else {
-            let pipeline = self.preprocessing.pipeline(&self.client)?;
-            let mut stream =
-                WindowStream::new(&self.client, self.source.clone(), pipeline, &self.options)?;
-            let keep = self.passes == 0
-                && self
-                    .resident_bytes_needed()
-                    .is_some_and(|bytes| bytes <= self.budget)
-                && stream.keep_resident();
-            while let Some(window) = stream.next_window() {
-                let window = window?;
-                if select(window.window()) {
-                    visit(window)?;
-                }
-                report.windows += 1;
-                tell(report.windows);
-            }
-            report.read_bytes = stream.uploaded_bytes();
-            report.uploaded_bytes = stream.uploaded_bytes();
-            if keep {
-                self.resident = stream.into_resident();
-            }
+            return Ok(());
         }
-        cubecl::future::block_on(self.client.sync())?;
-        self.passes += 1;
-        report.wall = started.elapsed();
-        report.device = profile.and_then(|window| device_time(&self.client, window));
-        Ok(report)
+        let pipeline = self.preprocessing.pipeline(&self.client)?;
+        let mut stream =
+            WindowStream::new(&self.client, self.source.clone(), pipeline, &self.options)?;
+        let keep = self.passes == 0
+            && self
+                .resident_bytes_needed()
+                .is_some_and(|bytes| bytes <= self.budget)
+            && stream.keep_resident();
+        while let Some(window) = stream.next_window() {
+            let window = window?;
+            if select(window.window()) {
+                visit(window)?;
+            }
+            report.windows += 1;
+            tell(report.windows);
+        }
+        report.read_bytes = stream.uploaded_bytes();
+        report.uploaded_bytes = stream.uploaded_bytes();
+        if keep {
+            self.resident = stream.into_resident();
+        }
+        Ok(())
     }
 }
 
