@@ -20,11 +20,9 @@ use cubecl::client::Client;
 use dspk_core::{ComputeTarget, RecordingSource};
 use dspk_ops::linalg::WhiteningMatrix;
 
-use crate::centres::{CentreSettings, TemplateCentres, template_centres};
+use crate::centres::{TemplateCentres, template_centres};
 use crate::detect::{Spikes, UniversalDetector};
-use crate::drift::{
-    DriftEstimate, DriftSettings, DriftSpikes, ShiftInterpolation, compose, estimate_drift,
-};
+use crate::drift::{DriftEstimate, DriftSpikes, ShiftInterpolation, compose, estimate_drift};
 use crate::preprocess::{Preprocessing, Whitener, channel_offsets, fit_whitening};
 use crate::report::{Progress, StageReport};
 use crate::universal::{ClipHarvester, ClipSettings, UniversalTemplates, learn_templates};
@@ -182,16 +180,7 @@ pub fn run_front(
     };
 
     // Centres and the detector.
-    let centre_settings = CentreSettings {
-        dmin: settings.dmin,
-        dminx: settings.dminx,
-        max_channel_distance: settings.max_channel_distance,
-        nearest_chans: settings.nearest_chans,
-        nearest_templates: settings.nearest_templates,
-        min_template_size: settings.min_template_size,
-        template_sizes: settings.template_sizes,
-    };
-    let centres = template_centres(probe.positions(), probe.shanks(), &centre_settings)?;
+    let centres = template_centres(probe.positions(), probe.shanks(), &settings.centres())?;
     let mut detector = UniversalDetector::new(
         client,
         probe.len(),
@@ -222,7 +211,7 @@ pub fn run_front(
                 batch: &batch_of,
             },
             batches,
-            &drift_settings(settings),
+            &settings.drift(),
         )?;
         stages.push(StageReport::new(
             client,
@@ -272,18 +261,6 @@ pub fn run_front(
         drift,
         stages,
     })
-}
-
-/// Kilosort4's drift settings out of ours.
-#[must_use]
-pub fn drift_settings(settings: &KilosortSettings) -> DriftSettings {
-    DriftSettings {
-        nblocks: settings.nblocks,
-        binning_depth: settings.binning_depth,
-        sig_interp: settings.sig_interp,
-        drift_smoothing: settings.drift_smoothing,
-        th_universal: f64::from(settings.th_universal),
-    }
 }
 
 /// The report of a host step (no windows, no bytes).

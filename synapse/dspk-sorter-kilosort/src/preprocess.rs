@@ -24,7 +24,7 @@ use dspk_ops::design::{Band, butter};
 use dspk_ops::linalg::{WhiteningMatrix, local_zca};
 use dspk_ops::{
     ChannelAffine, ChannelMixing, CommonReference, CovarianceAccumulator, DeviceArray,
-    DeviceWindow, Pipeline, Reference, SosFilter, mix_channels,
+    DeviceWindow, Pipeline, Reference, SosFilter, Stage, mix_channels,
 };
 
 use crate::report::Progress;
@@ -85,8 +85,24 @@ impl Preprocessing {
         if self.car {
             pipeline = pipeline.with(CommonReference::new(Reference::LowerMedian));
         }
+        Ok(pipeline.with(self.highpass()?))
+    }
+
+    /// Samples of halo the chain needs on each side of the samples it must get right: the
+    /// high-pass's settling (the other stages work sample by sample). Equals
+    /// [`pipeline`](Self::pipeline)`(..).settling()`, without building it on a device.
+    ///
+    /// # Errors
+    ///
+    /// As [`pipeline`](Self::pipeline) for the filter's design.
+    pub fn settling(&self) -> Result<usize> {
+        Ok(self.highpass()?.settling())
+    }
+
+    /// The zero-phase 3rd-order Butterworth high-pass.
+    fn highpass(&self) -> Result<SosFilter> {
         let sos = butter(3, Band::Highpass(self.highpass), self.sample_rate)?;
-        Ok(pipeline.with(SosFilter::zero_phase(&sos)?))
+        Ok(SosFilter::zero_phase(&sos)?)
     }
 
     /// The offsets subtracted (after the sign), one per sorted channel.

@@ -7,6 +7,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::centres::CentreSettings;
+use crate::drift::DriftSettings;
 use crate::{Error, Result};
 
 /// Every setting of the front half of the sort (preprocessing, drift, universal templates,
@@ -118,6 +120,32 @@ impl KilosortSettings {
     #[must_use]
     pub fn trough(&self) -> usize {
         self.nt0min.unwrap_or(20 * self.nt / 61)
+    }
+
+    /// The settings of the template centres ([`template_centres`](crate::centres::template_centres)).
+    #[must_use]
+    pub fn centres(&self) -> CentreSettings {
+        CentreSettings {
+            dmin: self.dmin,
+            dminx: self.dminx,
+            max_channel_distance: self.max_channel_distance,
+            nearest_chans: self.nearest_chans,
+            nearest_templates: self.nearest_templates,
+            min_template_size: self.min_template_size,
+            template_sizes: self.template_sizes,
+        }
+    }
+
+    /// The settings of drift estimation ([`estimate_drift`](crate::drift::estimate_drift)).
+    #[must_use]
+    pub fn drift(&self) -> DriftSettings {
+        DriftSettings {
+            nblocks: self.nblocks,
+            binning_depth: self.binning_depth,
+            sig_interp: self.sig_interp,
+            drift_smoothing: self.drift_smoothing,
+            th_universal: f64::from(self.th_universal),
+        }
     }
 
     /// Checks every setting's range and the settings that depend on each other.

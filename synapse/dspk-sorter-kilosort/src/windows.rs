@@ -84,7 +84,7 @@ impl DeviceWindows {
                 reason: "it holds no samples".to_string(),
             });
         }
-        let settling = preprocessing.pipeline(client)?.settling() as u64;
+        let settling = preprocessing.settling()? as u64;
         let schedule = ChunkSchedule::symmetric(num_samples, window, settling + extra_halo)?;
         Ok(Self {
             client: client.clone(),

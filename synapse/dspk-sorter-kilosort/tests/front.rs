@@ -110,6 +110,15 @@ fn stored_upload_matches_f32_upload() {
     });
 }
 
+/// Whether every amplitude and feature is finite.
+fn finite(spikes: &Spikes) -> bool {
+    spikes
+        .amplitude
+        .iter()
+        .chain(&spikes.features)
+        .all(|v| v.is_finite())
+}
+
 /// Each spike's sample, centre and template combination.
 fn identities(spikes: &Spikes) -> Vec<(u64, u32, u16)> {
     (0..spikes.len())
@@ -327,14 +336,7 @@ fn bad_input_is_an_error_or_a_documented_result() {
             front.whitening.dense().iter().all(|v| v.is_finite()),
             "{target}"
         );
-        assert!(
-            front
-                .spikes
-                .amplitude
-                .iter()
-                .chain(&front.spikes.features)
-                .all(|v| v.is_finite())
-        );
+        assert!(finite(&front.spikes), "{target}");
         assert!(!front.spikes.is_empty(), "{target}");
 
         // Shorter than one window (1 s of a 2 s batch): one window, sorted.
@@ -381,14 +383,7 @@ fn bad_input_is_an_error_or_a_documented_result() {
         let few_probe = probe_of(&few);
         let front = run(client, Arc::new(few), &few_probe, &settings(0), None).unwrap();
         assert_eq!(front.whitening.k(), 4, "{target}");
-        assert!(
-            front
-                .spikes
-                .amplitude
-                .iter()
-                .chain(&front.spikes.features)
-                .all(|v| v.is_finite())
-        );
+        assert!(finite(&front.spikes), "{target}");
 
         // Drift with windows other than the batch: a settings error.
         let e = run(client, Arc::new(short), &probe, &settings(1), Some(20_000)).unwrap_err();
