@@ -47,15 +47,23 @@
 
 #![forbid(unsafe_code)]
 
+pub mod ccg;
 pub mod centres;
+pub mod cluster;
 pub mod detect;
 pub mod drift;
 mod error;
 pub mod front;
+pub mod matching;
+pub mod merge;
+pub mod phy;
+pub mod postprocess;
 pub mod preprocess;
 mod probe;
 pub mod report;
 mod settings;
+pub mod sorting;
+pub mod summary;
 pub mod universal;
 pub mod windows;
 

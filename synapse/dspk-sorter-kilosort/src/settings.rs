@@ -79,6 +79,34 @@ pub struct KilosortSettings {
     /// passes (read from disk once per sort). `None`: half of the device memory the runtime
     /// reports (off when it reports none); `Some(0)`: off.
     pub resident_bytes: Option<u64>,
+    /// `Th_learned`: the learned-template score a matched spike must exceed.
+    #[serde(rename = "Th_learned")]
+    pub th_learned: f32,
+    /// `max_peels`: matching-pursuit rounds per batch.
+    pub max_peels: usize,
+    /// `acg_threshold`: refractory ratio `R12` below which a unit is labelled good.
+    pub acg_threshold: f64,
+    /// `ccg_threshold`: refractory ratio `R12` of a cross-correlogram below which two units
+    /// are merged.
+    pub ccg_threshold: f64,
+    /// `cluster_neighbors`: neighbours of every spike in the clustering graph.
+    pub cluster_neighbors: usize,
+    /// `cluster_downsampling`: every n-th spike of a group is a landmark of the graph.
+    pub cluster_downsampling: usize,
+    /// `max_cluster_subset`: at most this many landmarks per group.
+    pub max_cluster_subset: usize,
+    /// `cluster_init_seed`: seed of the clustering's k-means++ initialisation.
+    pub cluster_init_seed: u64,
+    /// `duplicate_spike_ms`: a unit's spikes closer than this are one spike.
+    pub duplicate_spike_ms: f64,
+    /// `position_limit`: µm, channels within this of the best channel place a spike.
+    pub position_limit: f64,
+    /// `x_centers`: number of clustering groups across the probe's width (`None`: from the
+    /// channels' x positions).
+    pub x_centers: Option<usize>,
+    /// Ours: the smallest group the clustering splits (Kilosort 4.1.7 makes every group under
+    /// 1 000 spikes one cluster; see `docs/decisions`); smaller groups are one cluster.
+    pub min_cluster_group: usize,
 }
 
 impl Default for KilosortSettings {
@@ -111,6 +139,18 @@ impl Default for KilosortSettings {
             templates_file: None,
             templates_seed: 1,
             resident_bytes: None,
+            th_learned: 8.0,
+            max_peels: 100,
+            acg_threshold: 0.2,
+            ccg_threshold: 0.25,
+            cluster_neighbors: 10,
+            cluster_downsampling: 20,
+            max_cluster_subset: 25_000,
+            cluster_init_seed: 5,
+            duplicate_spike_ms: 0.25,
+            position_limit: 100.0,
+            x_centers: None,
+            min_cluster_group: 60,
         }
     }
 }
@@ -181,6 +221,11 @@ impl KilosortSettings {
             ("nearest_templates", self.nearest_templates),
             ("n_templates", self.n_templates),
             ("n_pcs", self.n_pcs),
+            ("max_peels", self.max_peels),
+            ("cluster_neighbors", self.cluster_neighbors),
+            ("cluster_downsampling", self.cluster_downsampling),
+            ("max_cluster_subset", self.max_cluster_subset),
+            ("min_cluster_group", self.min_cluster_group),
         ] {
             if value == 0 {
                 return bad(name, "must be at least 1".to_string());
@@ -201,10 +246,32 @@ impl KilosortSettings {
             ("dminx", self.dminx),
             ("min_template_size", self.min_template_size),
             ("max_channel_distance", self.max_channel_distance),
+            ("Th_learned", f64::from(self.th_learned)),
+            ("acg_threshold", self.acg_threshold),
+            ("ccg_threshold", self.ccg_threshold),
+            ("position_limit", self.position_limit),
         ] {
             if !(value.is_finite() && value > 0.0) {
                 return bad(name, format!("must be positive and finite, got {value}"));
             }
+        }
+        if !(self.duplicate_spike_ms.is_finite() && self.duplicate_spike_ms >= 0.0) {
+            return bad(
+                "duplicate_spike_ms",
+                format!("must be finite and not negative, got {}", self.duplicate_spike_ms),
+            );
+        }
+        if self.x_centers == Some(0) {
+            return bad("x_centers", "must be at least 1 when given".to_string());
+        }
+        if self.cluster_neighbors > self.min_cluster_group {
+            return bad(
+                "min_cluster_group",
+                format!(
+                    "{} spikes cannot give each spike {} neighbours",
+                    self.min_cluster_group, self.cluster_neighbors
+                ),
+            );
         }
         if let Some(dmin) = self.dmin
             && !(dmin.is_finite() && dmin > 0.0)

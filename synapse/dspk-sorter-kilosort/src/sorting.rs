@@ -1,0 +1,187 @@
+//! The data that passes between the back-half stages of a sort: spikes found by learned-template
+//! matching (`docs/KILOSORT4.md` §7), and the finished sorting that the Phy writer and the
+//! summary picture take (§8.4, §9).
+
+/// Spikes found by learned-template matching, one entry per spike in each field, in time order
+/// (ties: batch, peel, position in the peel, so the order is the same run after run).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MatchedSpikes {
+    /// Trough sample of the spike, counted from the recording's first sample.
+    pub sample: Vec<i64>,
+    /// The learned template that matched it (Kilosort's `st[:, 1]`).
+    pub template: Vec<u32>,
+    /// The score: the projection on the unit-norm template (Kilosort's `th_amp`, `st[:, 2]`).
+    pub score: Vec<f32>,
+    /// The fitted scaling of the template (`B[n, t] / nm[n]`).
+    pub scale: Vec<f32>,
+    /// PC features `[n, nc, p]` row-major: spike `m`'s `q`-th component on the `i`-th channel of
+    /// its template's channel list ([`LearnedChannels::of`]) at `(m * nc + i) * p + q` (Kilosort's
+    /// `tF` after matching: the batch's final residual plus the spike's own fitted template).
+    pub features: Vec<f32>,
+    /// Channels per spike in `features`.
+    pub nc: usize,
+    /// Principal components per channel in `features`.
+    pub p: usize,
+}
+
+impl MatchedSpikes {
+    /// No spikes, `nc` channels and `p` components per spike.
+    #[must_use]
+    pub fn new(nc: usize, p: usize) -> Self {
+        Self {
+            nc,
+            p,
+            ..Self::default()
+        }
+    }
+
+    /// Number of spikes.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.sample.len()
+    }
+
+    /// Whether there is no spike.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.sample.is_empty()
+    }
+
+    /// The `nc x p` features of spike `m`.
+    #[must_use]
+    pub fn features_of(&self, m: usize) -> &[f32] {
+        let w = self.nc * self.p;
+        &self.features[m * w..(m + 1) * w]
+    }
+
+    /// Host bytes one spike takes across all fields.
+    #[must_use]
+    pub fn bytes_per_spike(&self) -> usize {
+        size_of::<i64>() + size_of::<u32>() + 2 * size_of::<f32>() + self.nc * self.p * 4
+    }
+}
+
+/// The channels each learned template's spikes carry features on: `nc` channels per template,
+/// the `nc` nearest channels to the template's best channel (Kilosort's `iCC[:, iU[n]]`),
+/// nearest first.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LearnedChannels {
+    /// `[templates, nc]` row-major channel indices (positions in the probe's channel list).
+    pub channels: Vec<u32>,
+    /// Channels per template.
+    pub nc: usize,
+}
+
+impl LearnedChannels {
+    /// The channels of template `n`.
+    #[must_use]
+    pub fn of(&self, n: usize) -> &[u32] {
+        &self.channels[n * self.nc..(n + 1) * self.nc]
+    }
+
+    /// Number of templates.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.channels.len().checked_div(self.nc).unwrap_or(0)
+    }
+
+    /// Whether there is no template.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.channels.is_empty()
+    }
+}
+
+/// Kilosort's unit label (`cluster_KSLabel.tsv`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnitLabel {
+    /// The unit's auto-correlogram is refractory (`R12 < acg_threshold` and `Q12 < 0.2`).
+    Good,
+    /// Multi-unit activity: not refractory.
+    Mua,
+}
+
+impl UnitLabel {
+    /// `good` or `mua`, as the TSV writes it.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Good => "good",
+            Self::Mua => "mua",
+        }
+    }
+}
+
+/// A finished sort: every kept spike (after duplicate removal) in time order with its unit, and
+/// every unit's template, label and statistics (`docs/KILOSORT4.md` §8.4-9).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Sorting {
+    /// Samples per second of the recording.
+    pub sample_rate: f64,
+    /// Samples in the recording.
+    pub num_samples: u64,
+    /// Channels sorted (the probe's channel list).
+    pub channels: usize,
+    /// Template length `nt` and trough index `nt0min`.
+    pub nt: usize,
+    /// Trough index inside a template.
+    pub nt0min: usize,
+    /// Principal components per channel.
+    pub p: usize,
+    /// Trough sample of each kept spike, non-decreasing (`spike_times.npy`).
+    pub spike_times: Vec<i64>,
+    /// Unit of each kept spike (`spike_clusters.npy`, `spike_templates.npy`).
+    pub spike_clusters: Vec<u32>,
+    /// Learned template that matched each kept spike (`spike_detection_templates.npy`).
+    pub spike_templates: Vec<u32>,
+    /// `‖tF‖` of each kept spike (`amplitudes.npy`).
+    pub amplitudes: Vec<f32>,
+    /// `[x, y]` µm of each kept spike (`spike_positions.npy`).
+    pub spike_positions: Vec<[f32; 2]>,
+    /// Over every matched spike before duplicate removal: whether it was kept
+    /// (`kept_spikes.npy`).
+    pub kept: Vec<bool>,
+    /// `[kept spikes, p, pc_channels]` (`pc_features.npy`).
+    pub pc_features: Vec<f32>,
+    /// `[units, pc_channels]` (`pc_feature_ind.npy`).
+    pub pc_feature_ind: Vec<u32>,
+    /// Channels per spike in `pc_features`.
+    pub pc_channels: usize,
+    /// `[units, channels, p]`: each unit's mean features (Kilosort's `Wall`).
+    pub unit_features: Vec<f32>,
+    /// `[units, nt, channels]`: each unit's waveform in whitened units (`templates.npy`,
+    /// `Wall` times `wPCA`).
+    pub templates: Vec<f32>,
+    /// Label of each unit.
+    pub labels: Vec<UnitLabel>,
+    /// `100 * R12` of each unit's auto-correlogram (`cluster_ContamPct.tsv`).
+    pub contamination_pct: Vec<f64>,
+    /// `‖Wall_k‖` of each unit (`cluster_Amplitude.tsv`).
+    pub unit_amplitudes: Vec<f32>,
+    /// `[units, units]` template similarity, the maximum over lags (`similar_templates.npy`).
+    pub similar_templates: Vec<f32>,
+}
+
+impl Sorting {
+    /// Number of units.
+    #[must_use]
+    pub fn num_units(&self) -> usize {
+        self.labels.len()
+    }
+
+    /// Number of kept spikes.
+    #[must_use]
+    pub fn num_spikes(&self) -> usize {
+        self.spike_times.len()
+    }
+
+    /// Each unit's spike times, by unit id.
+    #[must_use]
+    pub fn trains(&self) -> Vec<Vec<i64>> {
+        let mut trains = vec![Vec::new(); self.num_units()];
+        for (&t, &c) in self.spike_times.iter().zip(&self.spike_clusters) {
+            trains[c as usize].push(t);
+        }
+        trains
+    }
+}
