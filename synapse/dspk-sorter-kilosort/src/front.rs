@@ -18,6 +18,7 @@ use std::time::Instant;
 
 use cubecl::client::Client;
 use dspk_core::{ComputeTarget, RecordingSource};
+use dspk_ops::DeviceWindow;
 use dspk_ops::linalg::WhiteningMatrix;
 
 use crate::centres::{TemplateCentres, template_centres};
@@ -78,6 +79,23 @@ pub fn run_front(
     options: &RunOptions,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<FrontHalf> {
+    Ok(front_half(client, source, probe, settings, options, progress)?.0)
+}
+
+/// As [`run_front`], also handing back the recording's windows with the preprocessing,
+/// whitening and drift correction the front half fitted, for the passes of the back half.
+///
+/// # Errors
+///
+/// As [`run_front`].
+pub fn front_half(
+    client: &Client,
+    source: Arc<dyn RecordingSource>,
+    probe: &SortProbe,
+    settings: &KilosortSettings,
+    options: &RunOptions,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(FrontHalf, CorrectedWindows)> {
     settings.validate()?;
     let info = source.info().clone();
     check_input(&info, probe, settings)?;
@@ -224,43 +242,122 @@ pub fn run_front(
     };
 
     // Detection on the drift-corrected recording.
-    let mut spikes = Spikes::default();
-    let pass = match &drift {
-        None => windows.pass("detection", progress, |w| {
-            detector.detect(client, whitener.whiten(client, w)?, &mut spikes)
-        })?,
-        Some(estimate) => {
-            let x: Vec<f32> = probe.positions().iter().map(|p| p[0]).collect();
-            let y: Vec<f32> = probe.positions().iter().map(|p| p[1]).collect();
-            let interpolation = ShiftInterpolation::new(&x, &y, settings.sig_interp)?;
-            let channels = probe.len();
-            // M_b W = Kq_b (iKxx W): one product per batch.
-            let inverse_white =
-                compose(interpolation.inverse_kernel(), &whitening.dense(), channels)?;
-            windows.pass("detection", progress, |w| {
-                let b = (w.window().valid().start / batch) as usize;
-                let shifts = estimate.batch_shifts(b).ok_or(Error::Input {
-                    what: "drift",
-                    reason: format!("no shift for batch {b}"),
-                })?;
-                let target = interpolation.target_kernel(shifts, estimate.block_centres())?;
-                let matrix = compose(&target, &inverse_white, channels)?;
-                whitener.set_dense(client, &matrix)?;
-                detector.detect(client, whitener.whiten(client, w)?, &mut spikes)
-            })?
-        }
+    let correction = match &drift {
+        None => None,
+        Some(estimate) => Some(DriftCorrection::new(probe, settings, estimate, &whitening)?),
     };
+    let mut corrected = CorrectedWindows {
+        windows,
+        whitener,
+        correction,
+        batch,
+    };
+    let mut spikes = Spikes::default();
+    let pass = corrected.pass(client, "detection", progress, |w| {
+        detector.detect(client, w, &mut spikes)
+    })?;
     stages.push(StageReport::new(client, pass, Some(spikes.len())));
 
-    Ok(FrontHalf {
-        spikes,
-        templates,
-        whitening,
-        offsets,
-        centres,
-        drift,
-        stages,
-    })
+    Ok((
+        FrontHalf {
+            spikes,
+            templates,
+            whitening,
+            offsets,
+            centres,
+            drift,
+            stages,
+        },
+        corrected,
+    ))
+}
+
+/// The recording as the back half of a sort sees it: every window preprocessed, whitened and
+/// drift-corrected on the device (kept there between passes when it fits).
+pub struct CorrectedWindows {
+    windows: DeviceWindows,
+    whitener: Whitener,
+    correction: Option<DriftCorrection>,
+    batch: u64,
+}
+
+impl CorrectedWindows {
+    /// Runs `visit` on every whitened, drift-corrected window in order; `progress` hears after
+    /// each window.
+    ///
+    /// # Errors
+    ///
+    /// The first error of a read, the device, the drift estimate (a batch it has no shift
+    /// for) or `visit`; the pass stops there.
+    pub fn pass(
+        &mut self,
+        client: &Client,
+        name: &'static str,
+        progress: &mut dyn FnMut(Progress),
+        mut visit: impl FnMut(&DeviceWindow) -> Result<()>,
+    ) -> Result<PassReport> {
+        let Self {
+            windows,
+            whitener,
+            correction,
+            batch,
+        } = self;
+        windows.pass(name, progress, |w| {
+            if let Some(correction) = correction.as_ref() {
+                let b = (w.window().valid().start / *batch) as usize;
+                whitener.set_dense(client, &correction.matrix(b)?)?;
+            }
+            visit(whitener.whiten(client, w)?)
+        })
+    }
+
+    /// The largest window (halos included) a pass hands out, in samples.
+    #[must_use]
+    pub fn max_read_len(&self) -> usize {
+        self.windows.max_read_len()
+    }
+}
+
+/// The per-batch mixing that whitens and moves the channels by the drift estimate's shifts:
+/// `Kq_b (iKxx W)` for batch `b` (`docs/KILOSORT4.md` §3.4).
+struct DriftCorrection {
+    estimate: DriftEstimate,
+    interpolation: ShiftInterpolation,
+    inverse_white: Vec<f64>,
+    channels: usize,
+}
+
+impl DriftCorrection {
+    fn new(
+        probe: &SortProbe,
+        settings: &KilosortSettings,
+        estimate: &DriftEstimate,
+        whitening: &WhiteningMatrix,
+    ) -> Result<Self> {
+        let x: Vec<f32> = probe.positions().iter().map(|p| p[0]).collect();
+        let y: Vec<f32> = probe.positions().iter().map(|p| p[1]).collect();
+        let interpolation = ShiftInterpolation::new(&x, &y, settings.sig_interp)?;
+        let channels = probe.len();
+        let inverse_white = compose(interpolation.inverse_kernel(), &whitening.dense(), channels)?;
+        Ok(Self {
+            estimate: estimate.clone(),
+            interpolation,
+            inverse_white,
+            channels,
+        })
+    }
+
+    /// The mixing matrix of batch `b`, `C x C` row-major.
+    fn matrix(&self, b: usize) -> Result<Vec<f64>> {
+        let shifts = self.estimate.batch_shifts(b).ok_or(Error::Input {
+            what: "drift",
+            reason: format!("no shift for batch {b}"),
+        })?;
+        let target = self
+            .interpolation
+            .target_kernel(shifts, self.estimate.block_centres())?;
+        compose(&target, &self.inverse_white, self.channels)
+    }
 }
 
 /// The report of a host step (no windows, no bytes).

@@ -54,6 +54,7 @@ pub mod detect;
 pub mod drift;
 mod error;
 pub mod front;
+pub mod learned;
 pub mod matching;
 pub mod merge;
 pub mod phy;
