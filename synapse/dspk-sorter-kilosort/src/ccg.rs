@@ -207,14 +207,14 @@ fn erf(x: f64) -> f64 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// A seeded xorshift stream of uniforms in (0, 1).
-    struct Uniform(u64);
+    pub(crate) struct Uniform(pub(crate) u64);
 
     impl Uniform {
-        fn next(&mut self) -> f64 {
+        pub(crate) fn next(&mut self) -> f64 {
             self.0 ^= self.0 << 13;
             self.0 ^= self.0 >> 7;
             self.0 ^= self.0 << 17;
@@ -223,7 +223,7 @@ mod tests {
     }
 
     /// A Poisson train of `rate` Hz over `seconds`, with a dead time after every spike.
-    fn poisson(seed: u64, rate: f64, seconds: f64, dead: f64) -> Vec<f64> {
+    pub(crate) fn poisson(seed: u64, rate: f64, seconds: f64, dead: f64) -> Vec<f64> {
         let mut u = Uniform(seed);
         let (mut t, mut train) = (0.0, Vec::new());
         loop {
