@@ -1,0 +1,107 @@
+//! `dspk convert`: a recording's stored values written as a raw binary file with its sidecar,
+//! or as a Zarr store.
+
+use std::error::Error;
+use std::path::Path;
+use std::time::Instant;
+
+use dspk::io::{RawWriteOptions, sidecar_path, write_raw};
+
+use crate::args::{ConvertArgs, OutputFormat};
+use crate::recording::{data_file, open};
+
+/// Converts `args.recording` into `args.out`; prints what was written.
+///
+/// # Errors
+///
+/// `OUT` exists without `--overwrite`, or is the recording itself; the recording cannot be
+/// opened or read; the output cannot be written; `--to zarr` in a build without `formats`.
+pub(crate) fn convert(args: &ConvertArgs) -> Result<(), Box<dyn Error>> {
+    let opened = open(&args.recording)?;
+    refuse_to_replace(args, &opened.format)?;
+    let info = opened.source.info();
+    let started = Instant::now();
+    let written = match args.to {
+        OutputFormat::Raw => {
+            let sidecar = write_raw(
+                opened.source.as_ref(),
+                &args.out,
+                RawWriteOptions::default(),
+            )?;
+            format!(
+                "{} (interleaved little-endian {:?}) and its sidecar {}",
+                args.out.display(),
+                info.stored_format,
+                sidecar.display()
+            )
+        }
+        OutputFormat::Zarr => write_zarr(opened.source.as_ref(), &args.out)?,
+    };
+    println!(
+        "converted {} ({}, {} channels x {} samples) in {:.2} s",
+        args.recording.display(),
+        opened.format,
+        info.num_channels(),
+        info.num_samples,
+        started.elapsed().as_secs_f64()
+    );
+    println!("wrote     {written}");
+    Ok(())
+}
+
+/// Refuses an output that exists unless `--overwrite` is given, and an output that is the
+/// recording, holds it, or is the file its samples are read from, whatever the flags say: it
+/// would be truncated or removed before it is read.
+fn refuse_to_replace(args: &ConvertArgs, format: &str) -> Result<(), Box<dyn Error>> {
+    let outputs = match args.to {
+        OutputFormat::Raw => vec![args.out.clone(), sidecar_path(&args.out)],
+        OutputFormat::Zarr => vec![args.out.clone()],
+    };
+    let canonical = |p: &Path| p.canonicalize().ok();
+    let source = canonical(&args.recording);
+    let data = data_file(&args.recording, format).and_then(|d| canonical(&d));
+    for out in outputs.iter().filter(|p| p.exists()) {
+        let out_canonical = canonical(out);
+        let clash = out_canonical.as_ref().is_some_and(|o| {
+            source.as_ref().is_some_and(|s| s.starts_with(o)) || data.as_ref() == Some(o)
+        });
+        if clash {
+            return Err(format!(
+                "{}: the output would overwrite the recording being converted",
+                out.display()
+            )
+            .into());
+        }
+        if !args.overwrite {
+            return Err(format!(
+                "{} already exists; give --overwrite to replace it, or another OUT",
+                out.display()
+            )
+            .into());
+        }
+    }
+    Ok(())
+}
+
+/// Writes a Zarr v3 store in SpikeInterface's layout; the text saying what was written.
+#[cfg(feature = "formats")]
+fn write_zarr(source: &dyn dspk::RecordingSource, out: &Path) -> Result<String, Box<dyn Error>> {
+    if out.is_dir() {
+        std::fs::remove_dir_all(out)?;
+    }
+    dspk::io::write_zarr(source, out, dspk::io::ZarrWriteOptions::default())?;
+    Ok(format!(
+        "{} (Zarr v3 store, SpikeInterface layout)",
+        out.display()
+    ))
+}
+
+/// Zarr needs the `formats` feature.
+#[cfg(not(feature = "formats"))]
+fn write_zarr(_: &dyn dspk::RecordingSource, out: &Path) -> Result<String, Box<dyn Error>> {
+    Err(format!(
+        "{}: this dspk was built without Zarr; rebuild with `--features formats`",
+        out.display()
+    )
+    .into())
+}

@@ -1,0 +1,297 @@
+//! Opening a recording of any format dspk reads, its probe (its own or from a probe file), and
+//! the raw file a Phy folder can point at.
+
+use std::error::Error;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use dspk::RecordingSource;
+use dspk::io::{ByteOrder, RawRecording, SampleOrder};
+use dspk::synapse::probe::{read_kilosort_json, read_kilosort_mat, read_prb, read_probeinterface};
+use dspk::synapse::spikeglx::SpikeGlxRecording;
+use dspk::synapse::{Contact, Probe};
+
+/// A recording opened through the registry of every format compiled in.
+pub(crate) struct Opened {
+    /// The format's name (`spikeglx`, `dspk-raw`, ...).
+    pub format: String,
+    /// The recording.
+    pub source: Arc<dyn RecordingSource>,
+}
+
+/// Opens `path` with the format that recognises it.
+///
+/// # Errors
+///
+/// The registry's: the path does not exist or cannot be read (naming it), no format
+/// recognises it (listing the formats), or the reader's own error.
+pub(crate) fn open(path: &Path) -> Result<Opened, dspk::io::Error> {
+    let registry = dspk::synapse::registry();
+    let format = registry
+        .detect(path)
+        .map_or("none", |f| f.name())
+        .to_string();
+    let source = registry.open(path)?;
+    Ok(Opened {
+        format,
+        source: Arc::from(source),
+    })
+}
+
+/// The probe a recording of `format` at `path` describes itself, where the format has one:
+/// SpikeGLX and mtscomp (the `.meta`'s geometry), NWB (the electrodes table; feature
+/// `formats`), a SpikeInterface binary folder (its `probegroup.json`). `None` for the others.
+///
+/// # Errors
+///
+/// What the reader reports when the metadata holding the probe cannot be read.
+pub(crate) fn recording_probe(path: &Path, format: &str) -> Result<Option<Probe>, Box<dyn Error>> {
+    Ok(match format {
+        "spikeglx" => SpikeGlxRecording::open(path)?.probe().cloned(),
+        "mtscomp" => dspk::synapse::mtscomp::MtscompRecording::open(path)?
+            .probe()
+            .cloned(),
+        #[cfg(feature = "formats")]
+        "nwb" => dspk::synapse::nwb::NwbRecording::open(path)?
+            .probe()
+            .cloned(),
+        "spikeinterface-binary" => {
+            let folder = if path.is_dir() {
+                path
+            } else {
+                path.parent().unwrap_or(Path::new("."))
+            };
+            let group = folder.join("probegroup.json");
+            if group.is_file() {
+                Some(one_probe(read_probeinterface(&group)?, &group)?)
+            } else {
+                None
+            }
+        }
+        _ => None,
+    })
+}
+
+/// Reads a probe file, by its extension: `.json` (probeinterface, or Kilosort's probe JSON when
+/// it has a `chanMap`), `.prb`, `.mat` (Kilosort's `chanMap.mat`). Several probes in one file
+/// (a probe group, `.prb` channel groups) become one probe, each on shanks of its own.
+///
+/// # Errors
+///
+/// An unknown extension, or what the reader reports (naming the file).
+pub(crate) fn read_probe_file(path: &Path) -> Result<Probe, Box<dyn Error>> {
+    let extension = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    match extension.as_deref() {
+        Some("json") => {
+            let text = dspk::io::read_small_file(path, dspk::io::METADATA_LIMIT)?;
+            let kilosort = serde_json::from_slice::<serde_json::Value>(&text)
+                .ok()
+                .is_some_and(|v| v.get("chanMap").is_some());
+            if kilosort {
+                Ok(read_kilosort_json(path)?)
+            } else {
+                Ok(one_probe(read_probeinterface(path)?, path)?)
+            }
+        }
+        Some("prb") => Ok(one_probe(read_prb(path)?, path)?),
+        Some("mat") => Ok(read_kilosort_mat(path)?),
+        _ => Err(format!(
+            "{}: not a probe file dspk reads (probeinterface or Kilosort .json, .prb, Kilosort \
+             chanMap .mat)",
+            path.display()
+        )
+        .into()),
+    }
+}
+
+/// The probes of one file as one probe: the only one, or all of them with each probe's shanks
+/// numbered after the previous probe's.
+///
+/// # Errors
+///
+/// No probe at all, or contacts that together break a probe's rules (a channel wired twice).
+fn one_probe(probes: Vec<Probe>, path: &Path) -> Result<Probe, Box<dyn Error>> {
+    if probes.len() == 1 {
+        return Ok(probes.into_iter().next().ok_or("no probe")?);
+    }
+    if probes.is_empty() {
+        return Err(format!("{}: the file holds no probe", path.display()).into());
+    }
+    let mut contacts: Vec<Contact> = Vec::new();
+    let mut first_shank = 0u32;
+    let mut names = Vec::new();
+    for probe in &probes {
+        let top = probe.contacts().iter().map(|c| c.shank).max().unwrap_or(0);
+        contacts.extend(probe.contacts().iter().map(|c| Contact {
+            shank: first_shank + c.shank,
+            ..c.clone()
+        }));
+        first_shank += top + 1;
+        names.push(probe.name.clone());
+    }
+    Probe::new(names.join(" + "), contacts)
+        .map_err(|e| format!("{}: the probes together: {e}", path.display()).into())
+}
+
+/// The probe to sort with: the file given, else the recording's own.
+///
+/// # Errors
+///
+/// The probe file cannot be read, or there is neither a file nor a probe in the recording
+/// (saying to give `--probe`).
+pub(crate) fn sort_probe(
+    recording: &Path,
+    format: &str,
+    file: Option<&Path>,
+) -> Result<(Probe, String), Box<dyn Error>> {
+    if let Some(file) = file {
+        return Ok((read_probe_file(file)?, file.display().to_string()));
+    }
+    match recording_probe(recording, format)? {
+        Some(probe) => Ok((probe, format!("the recording ({format})"))),
+        None => Err(format!(
+            "{}: a {format} recording carries no probe; give one with --probe FILE \
+             (probeinterface .json, Kilosort .json or chanMap .mat, .prb)",
+            recording.display()
+        )
+        .into()),
+    }
+}
+
+/// The file a recording's samples are read from, where it is one file: a SpikeGLX `.bin`, a
+/// dspk raw file, a SpikeInterface binary folder's traces.
+pub(crate) fn data_file(path: &Path, format: &str) -> Option<PathBuf> {
+    match format {
+        "spikeglx" => Some(
+            SpikeGlxRecording::open(path)
+                .ok()?
+                .data_path()
+                .to_path_buf(),
+        ),
+        "dspk-raw" | "spikeinterface-binary" => {
+            Some(raw_recording(path, format)?.data_path().to_path_buf())
+        }
+        _ => None,
+    }
+}
+
+/// A dspk raw file or SpikeInterface binary folder opened as what it is.
+fn raw_recording(path: &Path, format: &str) -> Option<RawRecording> {
+    match format {
+        "dspk-raw" => RawRecording::open(path).ok(),
+        "spikeinterface-binary" => RawRecording::open_spikeinterface(path).ok(),
+        _ => None,
+    }
+}
+
+/// The raw file behind a recording that Phy's `params.py` can name as `dat_path`: one file of
+/// interleaved little-endian samples, no header, exactly the recording's channels as columns
+/// (a dspk sidecar or SpikeInterface binary folder written that way). `None` for other
+/// layouts (SpikeGLX's `.bin` also holds its sync column; compressed and container formats
+/// have no such file): Phy then shows the sort without raw traces.
+pub(crate) fn phy_dat_file(path: &Path, format: &str) -> Option<PathBuf> {
+    let raw = raw_recording(path, format)?;
+    let plain = raw.order() == SampleOrder::Interleaved
+        && raw.byte_order() == ByteOrder::Little
+        && raw.header_bytes() == 0;
+    plain.then(|| raw.data_path().to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(path: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures")
+            .join(path)
+    }
+
+    #[test]
+    fn probes_are_read_from_every_probe_file() {
+        for name in [
+            "probe/linear4.json",
+            "probe/linear4_kilosort4.json",
+            "probe/linear4_canonical.prb",
+            "probe/linear4_kilosortChanMap.mat",
+        ] {
+            let probe = read_probe_file(&fixture(name)).unwrap();
+            assert_eq!(
+                probe.channel_positions(4).unwrap(),
+                vec![[0.0, 0.0], [0.0, 20.0], [16.0, 40.0], [16.0, 60.0]],
+                "{name}"
+            );
+        }
+        let error = read_probe_file(&fixture("README.md")).unwrap_err();
+        assert!(error.to_string().contains("not a probe file"), "{error}");
+    }
+
+    #[test]
+    fn recordings_carry_their_probes() {
+        let si = fixture("si_binary/si_binary_folder");
+        let probe = recording_probe(&si, "spikeinterface-binary")
+            .unwrap()
+            .unwrap();
+        assert_eq!(probe.num_contacts(), 4);
+        let glx = fixture("spikeglx/np1/fixture_g0/fixture_g0_imec0/fixture_g0_t0.imec0.ap.bin");
+        let opened = open(&glx).unwrap();
+        assert_eq!(opened.format, "spikeglx");
+        let (probe, from) = sort_probe(&glx, &opened.format, None).unwrap();
+        assert_eq!(from, "the recording (spikeglx)");
+        // The contacts of the `.meta`'s geometry, relative to the first (the reader keeps
+        // SpikeGLX's x origin, the fixture README gives probeinterface's).
+        let positions = probe.channel_positions(4).unwrap();
+        let relative: Vec<[f64; 2]> = positions
+            .iter()
+            .map(|p| [p[0] - positions[0][0], p[1] - positions[0][1]])
+            .collect();
+        assert_eq!(
+            relative,
+            vec![[0.0, 0.0], [32.0, 0.0], [-16.0, 20.0], [16.0, 20.0]]
+        );
+        let oe = fixture("openephys/2024-05-01_12-00-00");
+        let error = sort_probe(&oe, "openephys-binary", None).unwrap_err();
+        assert!(
+            error.to_string().contains("give one with --probe"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn several_probes_become_one_on_separate_shanks() {
+        let probe = |channel: usize| {
+            Probe::new(
+                "p",
+                vec![Contact {
+                    id: String::new(),
+                    position: [0.0, channel as f64],
+                    shank: 0,
+                    device_channel: Some(channel),
+                }],
+            )
+            .unwrap()
+        };
+        let merged = one_probe(vec![probe(0), probe(1)], Path::new("g.json")).unwrap();
+        let shanks: Vec<u32> = merged.contacts().iter().map(|c| c.shank).collect();
+        assert_eq!(shanks, [0, 1]);
+        let clash = one_probe(vec![probe(0), probe(0)], Path::new("g.json")).unwrap_err();
+        assert!(
+            clash.to_string().starts_with("g.json: the probes together"),
+            "{clash}"
+        );
+    }
+
+    #[test]
+    fn only_plain_raw_files_serve_phy() {
+        let si = fixture("si_binary/si_binary_folder");
+        assert_eq!(
+            phy_dat_file(&si, "spikeinterface-binary"),
+            Some(si.join("traces_cached_seg0.raw"))
+        );
+        let glx = fixture("spikeglx/np1/fixture_g0/fixture_g0_imec0/fixture_g0_t0.imec0.ap.bin");
+        assert_eq!(phy_dat_file(&glx, "spikeglx"), None);
+    }
+}

@@ -1,0 +1,256 @@
+//! The `dspk` binary run as a user runs it: help, usage errors, `info` and `convert` on the
+//! reader fixtures (`tests/fixtures`, README there), and a missing recording.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// Runs `dspk` with `args`.
+fn dspk(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_dspk"))
+        .args(args)
+        .env("NODEVICE_SELECT", "1")
+        .output()
+        .expect("the dspk binary runs")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// A fixture of the workspace's `tests/fixtures`.
+fn fixture(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures")
+        .join(path)
+}
+
+/// An empty folder of this test's own under cargo's temporary directory.
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("dspk-cli-{name}"));
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+const NP1: &str = "spikeglx/np1/fixture_g0/fixture_g0_imec0/fixture_g0_t0.imec0.ap.bin";
+const SI_BINARY: &str = "si_binary/si_binary_folder";
+
+#[test]
+fn help_explains_commands_recordings_and_settings() {
+    for args in [&["--help"][..], &["-h"], &["help"]] {
+        let output = dspk(args);
+        assert_eq!(output.status.code(), Some(0), "{args:?}");
+        let text = stdout(&output);
+        for expected in [
+            "dspk sort REC",
+            "dspk convert REC",
+            "SpikeGLX",
+            "DSPK_RUNTIME",
+            "Exit status",
+        ] {
+            assert!(
+                text.contains(expected),
+                "{args:?}: `{expected}` missing:\n{text}"
+            );
+        }
+    }
+    for args in [
+        &["sort", "--help"][..],
+        &["help", "sort"],
+        &["sort", "x.bin", "-h"],
+    ] {
+        let output = dspk(args);
+        assert_eq!(output.status.code(), Some(0), "{args:?}");
+        let text = stdout(&output);
+        for expected in [
+            "--probe FILE",
+            "Th_learned = 8.0",
+            "nblocks = 1",
+            "spike_times.npy",
+        ] {
+            assert!(
+                text.contains(expected),
+                "{args:?}: `{expected}` missing:\n{text}"
+            );
+        }
+    }
+    let output = dspk(&["convert", "--help"]);
+    assert!(stdout(&output).contains("--to raw"));
+}
+
+#[test]
+fn usage_errors_exit_2_with_the_problem_and_the_usage() {
+    for (args, problem) in [
+        (&[][..], "no command given"),
+        (&["srot", "x"], "unknown command `srot`"),
+        (&["sort"], "sort needs REC"),
+        (&["info", "a", "b"], "unexpected argument `b`"),
+        (
+            &["convert", "a", "b", "--to", "csv"],
+            "the formats written are raw and zarr",
+        ),
+        (
+            &["sort", "x.bin", "--set", "Th_learnd=7"],
+            "unknown setting `Th_learnd`",
+        ),
+        (&["sort", "x.bin", "--set", "nt=60"], "--set nt=60"),
+    ] {
+        let output = dspk(args);
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+        let text = stderr(&output);
+        assert!(text.starts_with("error: "), "{args:?}: {text}");
+        assert!(
+            text.contains(problem),
+            "{args:?}: `{problem}` missing: {text}"
+        );
+        assert!(text.contains("usage: dspk sort REC"), "{args:?}: {text}");
+        assert!(stdout(&output).is_empty(), "{args:?}");
+    }
+}
+
+#[test]
+fn info_prints_the_header_channels_and_probe() {
+    let output = dspk(&["info", fixture(NP1).to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stdout(&output);
+    for expected in [
+        "format:    spikeglx\n",
+        "recording: 4 channels x 3000 samples at 30000 Hz (0.100 s), stored as I16",
+        "2.34375 uV per unit",
+        "0.5859375 uV per unit",
+        "probe:     4 contacts on 1 shank, 4 wired to channels",
+    ] {
+        assert!(text.contains(expected), "`{expected}` missing:\n{text}");
+    }
+    let output = dspk(&["info", fixture(SI_BINARY).to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(
+        text.contains("format:    spikeinterface-binary\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  1 A1               0.5 uV per unit, offset -10 uV"),
+        "{text}"
+    );
+    let output = dspk(&[
+        "info",
+        fixture("openephys/2024-05-01_12-00-00").to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stdout(&output).contains("probe:     none in the recording"));
+}
+
+/// The stored values of every channel of `recording`, channel-major.
+fn stored(recording: &dyn dspk::RecordingSource) -> Vec<u8> {
+    let info = recording.info();
+    let mut out =
+        vec![0; info.num_channels() * info.num_samples as usize * info.stored_format.size()];
+    recording
+        .read_stored(&info.all_channels(), 0..info.num_samples, &mut out)
+        .unwrap();
+    out
+}
+
+#[test]
+fn convert_to_raw_reads_back_as_the_source() {
+    let dir = scratch("convert");
+    for (name, source) in [("si", SI_BINARY), ("np1", NP1)] {
+        let source = fixture(source);
+        let out = dir.join(format!("{name}.dat"));
+        let args = [
+            "convert",
+            source.to_str().unwrap(),
+            "--to",
+            "raw",
+            out.to_str().unwrap(),
+        ];
+        let output = dspk(&args);
+        assert_eq!(output.status.code(), Some(0), "{name}: {}", stderr(&output));
+        assert!(stdout(&output).contains("wrote"), "{}", stdout(&output));
+
+        let original = dspk::open(&source).unwrap();
+        let copy = dspk::open(&out).unwrap();
+        assert_eq!(copy.info().channels, original.info().channels, "{name}");
+        assert_eq!(
+            copy.info().sample_rate,
+            original.info().sample_rate,
+            "{name}"
+        );
+        assert_eq!(stored(copy.as_ref()), stored(original.as_ref()), "{name}");
+
+        // Again: refused without --overwrite, done with it.
+        let output = dspk(&args);
+        assert_eq!(output.status.code(), Some(1), "{name}");
+        assert!(
+            stderr(&output).contains("already exists; give --overwrite"),
+            "{}",
+            stderr(&output)
+        );
+        let mut again = args.to_vec();
+        again.push("--overwrite");
+        assert_eq!(dspk(&again).status.code(), Some(0), "{name}");
+    }
+    // The SpikeInterface folder's traces are interleaved int16 without a header: the same bytes.
+    assert_eq!(
+        std::fs::read(dir.join("si.dat")).unwrap(),
+        std::fs::read(fixture(SI_BINARY).join("traces_cached_seg0.raw")).unwrap()
+    );
+    // Converting a recording onto its own data file is refused, even with --overwrite.
+    let own = dir.join("si.dat");
+    let output = dspk(&[
+        "convert",
+        own.to_str().unwrap(),
+        "--to",
+        "raw",
+        own.to_str().unwrap(),
+        "--overwrite",
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("would overwrite the recording"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn a_missing_recording_exits_1_naming_the_path() {
+    let missing = Path::new(env!("CARGO_TARGET_TMPDIR")).join("no-such-recording.bin");
+    for command in ["info", "sort"] {
+        let output = dspk(&[command, missing.to_str().unwrap()]);
+        assert_eq!(output.status.code(), Some(1), "{command}");
+        let text = stderr(&output);
+        assert!(text.starts_with("error: "), "{text}");
+        assert!(
+            text.contains(missing.to_str().unwrap()),
+            "{command}: {text}"
+        );
+        assert!(!text.contains("usage:"), "{text}");
+    }
+}
+
+#[test]
+fn sort_refuses_a_recording_without_a_probe_before_sorting() {
+    let output = dspk(&[
+        "sort",
+        fixture("openephys/2024-05-01_12-00-00").to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("give one with --probe FILE"),
+        "{}",
+        stderr(&output)
+    );
+}
