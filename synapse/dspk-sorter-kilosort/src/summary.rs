@@ -3,8 +3,8 @@
 //! the units' positions on the probe, and the largest units' templates, under a title line with
 //! the unit, good-unit and spike counts.
 //!
-//! Drawing is our own ([`raster`]: an RGB canvas with lines, discs and rectangles, and text in a
-//! 5 x 7 bitmap font defined in [`font`]); the `png` crate (image-rs) only encodes the pixels.
+//! Drawing is our own (`raster`: an RGB canvas with lines, discs and rectangles, and text in a
+//! 5 x 7 bitmap font defined in `font`); the `png` crate (image-rs) only encodes the pixels.
 //! The picture is a pure function of the input: the same sorting gives the same bytes.
 
 mod axes;

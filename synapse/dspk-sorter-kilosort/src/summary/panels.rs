@@ -76,14 +76,14 @@ fn unit_colour(u: usize) -> Rgb {
 }
 
 /// Maps the drift map's time range (s) and the shared depth range (µm) onto pixels.
-pub(super) struct Scales {
-    pub(super) time: Scale,
-    pub(super) depth: Scale,
+struct Scales {
+    time: Scale,
+    depth: Scale,
 }
 
 /// The drift map's time and depth scales: time from 0 (or the earliest spike) to the end of the
 /// recording (or the latest spike), depth over the channels and the spikes, padded by 3 %.
-pub(super) fn scales(input: &SummaryInput) -> Scales {
+fn scales(input: &SummaryInput) -> Scales {
     let s = input.sorting;
     let fs = s.sample_rate;
     let end = s.num_samples as f64 / fs;

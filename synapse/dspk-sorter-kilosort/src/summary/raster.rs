@@ -71,6 +71,7 @@ impl Canvas {
     }
 
     /// The colour at `(x, y)`, `None` outside the canvas.
+    #[cfg(test)]
     pub(super) fn get(&self, x: i64, y: i64) -> Option<Rgb> {
         let i = self.index(x, y)?;
         Some([self.pixels[i], self.pixels[i + 1], self.pixels[i + 2]])
