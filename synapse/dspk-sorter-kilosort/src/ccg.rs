@@ -47,8 +47,9 @@ impl CcgMetrics {
     };
 }
 
-/// The cross-correlogram of two sorted trains in seconds: bin `round_half_even((b - a) / 0.001)
-/// + 500` counts the pairs with `a ∈ (b - 0.5, b + 0.5]` (`numpy.round` rounds half to even).
+/// The cross-correlogram of two sorted trains in seconds: bin
+/// `round_half_even((b - a) / 0.001) + 500` counts the pairs with `a ∈ (b - 0.5, b + 0.5]`
+/// (`numpy.round` rounds half to even).
 /// With `a` and `b` the same train, each spike pairs with itself in the zero-lag bin.
 ///
 /// Exchanging the trains mirrors the counts (`K'[i] = K[1000 - i]`), except for pairs exactly

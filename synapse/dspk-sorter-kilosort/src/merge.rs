@@ -90,7 +90,7 @@ pub struct NearDuplicates {
 /// `sample_rate` is not positive and finite.
 pub fn merge_units(
     spikes: &mut MatchedSpikes,
-    clusters: &mut Vec<u32>,
+    clusters: &mut [u32],
     units: &mut Vec<f32>,
     channels: usize,
     wtw: &WtW,

@@ -48,17 +48,18 @@ impl WtW {
                 let rb = &wpca[b * nt..(b + 1) * nt];
                 for li in 0..lags {
                     // ℓ = li - nt; j runs where both j and j + ℓ lie in 0..nt.
-                    let (j0, j1) = if li >= nt {
-                        (0, nt - (li - nt).min(nt))
+                    let (xa, xb) = if li >= nt {
+                        let s = (li - nt).min(nt);
+                        (&ra[..nt - s], &rb[s..])
                     } else {
-                        (nt - li, nt)
+                        let s = nt - li;
+                        (&ra[s..], &rb[..nt - s])
                     };
-                    let shift = li as isize - nt as isize;
-                    let mut sum = 0.0f64;
-                    for j in j0..j1 {
-                        let k = (j as isize + shift) as usize;
-                        sum += f64::from(ra[j]) * f64::from(rb[k]);
-                    }
+                    let sum: f64 = xa
+                        .iter()
+                        .zip(xb)
+                        .map(|(&x, &y)| f64::from(x) * f64::from(y))
+                        .sum();
                     values[(a * p + b) * lags + li] = sum;
                 }
             }

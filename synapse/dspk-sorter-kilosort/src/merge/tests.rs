@@ -269,16 +269,16 @@ fn a_delayed_copy_merges_moved_back_by_its_lag() {
     assert_eq!(report.shifted_spikes, early.len());
     assert!(spikes.sample.is_sorted());
     // Every field moved with its spike: `scale` holds the input index.
-    for m in 0..spikes.len() {
+    for (m, &cluster) in clusters.iter().enumerate() {
         let i = spikes.scale[m] as usize;
         let unit = before.template[i];
         assert_eq!(spikes.template[m], unit);
-        assert_eq!(clusters[m], [0, 0, 1][unit as usize]);
+        assert_eq!(cluster, [0, 0, 1][unit as usize]);
         let want = before.sample[i] + if unit == 1 { 2 } else { 0 };
         assert_eq!(spikes.sample[m], want);
         // Unit 1's features now hold the unshifted shape: unit 0's template.
         let expect = if unit == 2 {
-            &before.features_of(i)[..]
+            before.features_of(i)
         } else {
             &a[..]
         };
