@@ -275,7 +275,7 @@ pub(super) fn subtract_scores(
             if owner {
                 let mut v = b[m * n + u];
                 let mut k = r;
-                while k < end && usize::cast_from(col[k]) <= u + len - 1 {
+                while k < end && usize::cast_from(col[k]) < u + len {
                     let tk = usize::cast_from(col[k]);
                     let nk = usize::cast_from(tmpl[k]);
                     v -= amp[k] * ctc[(nk * templates + m) * lags + u + len - 1 - tk];

@@ -62,7 +62,7 @@ impl Tables {
         settings: &MatchSettings,
     ) -> Result<Self> {
         check_settings(settings)?;
-        if nt % 2 == 0 || nt0min >= nt {
+        if nt.is_multiple_of(2) || nt0min >= nt {
             return Err(Error::Input {
                 what: "matching templates",
                 reason: format!("template length {nt} must be odd and above nt0min {nt0min}"),
@@ -75,7 +75,7 @@ impl Tables {
                 reason: format!("{n_templates} templates on {channels} channels"),
             });
         }
-        if wpca.is_empty() || wpca.len() % nt != 0 {
+        if wpca.is_empty() || !wpca.len().is_multiple_of(nt) {
             return Err(Error::Input {
                 what: "matching wPCA",
                 reason: format!("{} values are not whole rows of {nt}", wpca.len()),

@@ -504,3 +504,43 @@ fn match_rejects_bad_inputs() {
         ));
     });
 }
+
+#[test]
+fn match_subtracts_tied_peaks_in_column_order() {
+    // A constant input scores exactly the same at every column where a template fits: every
+    // such column is a peak of the first peel, each within `nt` of the next, so every sample
+    // is covered by many subtractions at once (the residual features check them).
+    let total = 400;
+    let data = vec![4.0f32; CHANNELS * total];
+    let (u, w, positions) = (templates(), wpca(), positions());
+    let schedule = ChunkSchedule::new(total as u64, total as u64, 0, 0).unwrap();
+    for_each_runtime(|_, client| {
+        let one = settings(3.0, 1);
+        let (window, host) = window(client, &data, &schedule, 0);
+        let expected = reference::match_window(
+            &host,
+            window.owned_local(),
+            &problem(&u, &w, &positions, &one),
+        );
+        assert_eq!(expected.len(), total - (NT - 1), "every column ties");
+        let mut spikes = MatchedSpikes::default();
+        matcher(client, &one)
+            .match_window(client, &window, &mut spikes)
+            .unwrap();
+        assert_matches("ties", &spikes, 0, 0, &expected);
+
+        let more = settings(3.0, 4);
+        let mut matcher = matcher(client, &more);
+        let mut first = MatchedSpikes::default();
+        matcher.match_window(client, &window, &mut first).unwrap();
+        let mut again = MatchedSpikes::default();
+        matcher.match_window(client, &window, &mut again).unwrap();
+        let expected = reference::match_window(
+            &host,
+            window.owned_local(),
+            &problem(&u, &w, &positions, &more),
+        );
+        assert_matches("ties, 4 peels", &first, 0, 0, &expected);
+        assert_eq!(first, again, "the same window twice");
+    });
+}
