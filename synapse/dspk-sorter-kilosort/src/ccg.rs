@@ -93,9 +93,11 @@ pub fn ccg_counts(a: &[f64], b: &[f64]) -> Vec<u64> {
 /// An empty train or a zero span gives `R12 = 0`, `Q12 = 1`, `Q00 = ∞` (no test passes).
 #[must_use]
 pub fn ccg_metrics(a: &[f64], b: &[f64]) -> CcgMetrics {
-    let (Some(span), false) = (span_of(a, b), a.is_empty() || b.is_empty()) else {
+    let (Some(&a0), Some(&a1), Some(&b0), Some(&b1)) = (a.first(), a.last(), b.first(), b.last())
+    else {
         return CcgMetrics::UNDEFINED;
     };
+    let span = a1.max(b1) - a0.min(b0);
     if span <= 0.0 || !span.is_finite() {
         return CcgMetrics::UNDEFINED;
     }
@@ -157,21 +159,6 @@ pub fn cross_refractory(a: &[f64], b: &[f64], ccg_threshold: f64) -> bool {
 pub fn tree_cross_refractory(a: &[f64], b: &[f64]) -> bool {
     let metrics = ccg_metrics(a, b);
     metrics.r12 < 0.25 && (metrics.q12 < 0.05 || metrics.q00 < 0.25)
-}
-
-/// `max - min` over both trains (sorted), `None` when both are empty.
-fn span_of(a: &[f64], b: &[f64]) -> Option<f64> {
-    let first = match (a.first(), b.first()) {
-        (Some(&x), Some(&y)) => x.min(y),
-        (Some(&x), None) | (None, Some(&x)) => x,
-        (None, None) => return None,
-    };
-    let last = match (a.last(), b.last()) {
-        (Some(&x), Some(&y)) => x.max(y),
-        (Some(&x), None) | (None, Some(&x)) => x,
-        (None, None) => return None,
-    };
-    Some(last - first)
 }
 
 /// The error function to about 1e-15 (`scipy.special.erf`, `math.erf`): the series
