@@ -72,8 +72,9 @@ pub struct NearDuplicates {
 /// spikes' samples decrease by `dt`, and its template and its spikes' features are shifted by
 /// `dt` samples in the time domain (the vacated samples take the nearest surviving value) and
 /// projected back on `wPCA`. Afterwards the surviving units are numbered consecutively in the
-/// order of their old ids (`units` shrinks to them) and, if any spike moved, every field of
-/// `spikes` and `clusters` is re-sorted by sample, ties keeping their previous order.
+/// order of their old ids (`units` shrinks to them) and, when the samples are out of order
+/// (a spike moved), every field of `spikes` and `clusters` is re-sorted by sample, ties
+/// keeping their previous order (Kilosort's sort is unstable). On an error nothing changes.
 ///
 /// Units without spikes are never refractory and never pass the test, so they stay as they
 /// are.
