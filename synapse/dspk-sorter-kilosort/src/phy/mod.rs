@@ -41,12 +41,14 @@ use std::path::Path;
 use dspk_io::{ByteOrder, Dtype, ElementKind, NpyArray};
 use dspk_synapse::phy::{Array, ClusterColumn, PhyFolder, PhyParams, PhyWriteOptions, write_phy};
 
+use crate::Result;
 use crate::sorting::Sorting;
-use crate::{Error, Result};
 
-/// What Kilosort adds to the whitening matrix's diagonal before inverting it for
-/// `whitening_mat_inv.npy`.
-const INVERSE_RIDGE: f64 = 1e-5;
+mod check;
+mod whitening;
+
+use check::input;
+use whitening::{INVERSE_RIDGE, inverse_with_ridge};
 
 /// A finished sort and what the Phy folder says about the recording and the run.
 #[derive(Debug, Clone)]
@@ -78,218 +80,20 @@ pub struct PhyOutput<'a> {
 ///
 /// # Errors
 ///
-/// [`Error::Input`] naming the field when the sorting's or the output's parts disagree in
-/// length (one entry per kept spike, per unit, per channel), a spike time is outside the
-/// recording or decreases, a spike's unit or a feature channel is out of range, the sample
-/// rates differ, a channel is not a column of the raw file, or `Wrot + 1e-5 I` cannot be
-/// inverted; [`Error::Synapse`] from [`write_phy`] (an existing folder without `overwrite`,
-/// a file that cannot be written); [`Error::Io`] naming a file this module cannot write.
+/// [`Error::Input`](crate::Error::Input) naming the field when the sorting's or the output's
+/// parts disagree in length (one entry per kept spike, per unit, per channel), a spike time is
+/// outside the recording or decreases, a spike's unit or a feature channel is out of range,
+/// the sample rates differ, a channel is not a column of the raw file, or `Wrot + 1e-5 I`
+/// cannot be inverted; [`Error::Synapse`](crate::Error::Synapse) from [`write_phy`] (an
+/// existing folder without `overwrite`, a file that cannot be written);
+/// [`Error::Io`](crate::Error::Io) naming a file this module cannot write.
 pub fn write_phy_folder(dir: &Path, output: &PhyOutput, overwrite: bool) -> Result<()> {
-    check(output)?;
+    check::check(output)?;
     let folder = phy_folder(output)?;
     write_phy(dir, &folder, &PhyWriteOptions { overwrite })?;
     write_kilosort_extras(dir, output)?;
     write_text(dir, "dspk_settings.json", &output.settings_json)?;
     write_text(dir, "dspk_report.txt", &output.report)
-}
-
-/// An [`Error::Input`] about `what`.
-fn input(what: &'static str, reason: String) -> Error {
-    Error::Input { what, reason }
-}
-
-/// Checks that a field holds `expected` values (`per` says what one is).
-fn check_len(what: &'static str, len: usize, expected: usize, per: &str) -> Result<()> {
-    if len == expected {
-        Ok(())
-    } else {
-        Err(input(
-            what,
-            format!("{len} values, expected {expected} ({per})"),
-        ))
-    }
-}
-
-/// Checks that the sorting's and the output's parts agree with each other.
-fn check(output: &PhyOutput) -> Result<()> {
-    let s = output.sorting;
-    let n = s.num_spikes();
-    let units = s.num_units();
-    let c = s.channels;
-    let per_spike = [
-        ("Sorting::spike_clusters", s.spike_clusters.len()),
-        ("Sorting::spike_templates", s.spike_templates.len()),
-        ("Sorting::amplitudes", s.amplitudes.len()),
-        ("Sorting::spike_positions", s.spike_positions.len()),
-    ];
-    for (what, len) in per_spike {
-        check_len(what, len, n, "one per kept spike, as Sorting::spike_times")?;
-    }
-    let kept = s.kept.iter().filter(|&&k| k).count();
-    if kept != n {
-        return Err(input(
-            "Sorting::kept",
-            format!("{kept} spikes marked kept, Sorting::spike_times has {n}"),
-        ));
-    }
-    let sizes = [
-        (
-            "Sorting::pc_features",
-            s.pc_features.len(),
-            [n, s.p, s.pc_channels],
-            "[kept spikes, p, pc_channels]",
-        ),
-        (
-            "Sorting::pc_feature_ind",
-            s.pc_feature_ind.len(),
-            [units, s.pc_channels, 1],
-            "[units, pc_channels]",
-        ),
-        (
-            "Sorting::unit_features",
-            s.unit_features.len(),
-            [units, c, s.p],
-            "[units, channels, p]",
-        ),
-        (
-            "Sorting::templates",
-            s.templates.len(),
-            [units, s.nt, c],
-            "[units, nt, channels]",
-        ),
-        (
-            "Sorting::contamination_pct",
-            s.contamination_pct.len(),
-            [units, 1, 1],
-            "one per unit, as Sorting::labels",
-        ),
-        (
-            "Sorting::unit_amplitudes",
-            s.unit_amplitudes.len(),
-            [units, 1, 1],
-            "one per unit, as Sorting::labels",
-        ),
-        (
-            "Sorting::similar_templates",
-            s.similar_templates.len(),
-            [units, units, 1],
-            "[units, units]",
-        ),
-        (
-            "PhyOutput::channel_map",
-            output.channel_map.len(),
-            [c, 1, 1],
-            "one per sorted channel, Sorting::channels",
-        ),
-        (
-            "PhyOutput::channel_positions",
-            output.channel_positions.len(),
-            [c, 1, 1],
-            "one per sorted channel, Sorting::channels",
-        ),
-        (
-            "PhyOutput::channel_shanks",
-            output.channel_shanks.len(),
-            [c, 1, 1],
-            "one per sorted channel, Sorting::channels",
-        ),
-        (
-            "PhyOutput::whitening",
-            output.whitening.len(),
-            [c, c, 1],
-            "[channels, channels]",
-        ),
-    ];
-    for (what, len, dims, per) in sizes {
-        let expected = dims
-            .iter()
-            .try_fold(1usize, |a, &d| a.checked_mul(d))
-            .ok_or_else(|| input(what, format!("the size {dims:?} overflows")))?;
-        check_len(what, len, expected, per)?;
-    }
-    check_spikes(s)?;
-    let int32s = [
-        ("Sorting::spike_templates", s.spike_templates.as_slice()),
-        ("PhyOutput::channel_shanks", output.channel_shanks),
-    ];
-    for (what, values) in int32s {
-        if let Some(i) = values.iter().position(|&v| i32::try_from(v).is_err()) {
-            return Err(input(
-                what,
-                format!("entry {i} is {}, over the int32 Kilosort writes", values[i]),
-            ));
-        }
-    }
-    if let Some(i) = s.pc_feature_ind.iter().position(|&ch| ch as usize >= c) {
-        return Err(input(
-            "Sorting::pc_feature_ind",
-            format!(
-                "entry {i} is channel {}, the sorting has {c} channels",
-                s.pc_feature_ind[i]
-            ),
-        ));
-    }
-    if output.params.sample_rate.to_bits() != s.sample_rate.to_bits() {
-        return Err(input(
-            "PhyOutput::params",
-            format!(
-                "sample_rate {} Hz, the sorting's is {} Hz",
-                output.params.sample_rate, s.sample_rate
-            ),
-        ));
-    }
-    let columns = output.params.n_channels_dat;
-    if let Some(i) = output
-        .channel_map
-        .iter()
-        .position(|&m| m as usize >= columns)
-    {
-        return Err(input(
-            "PhyOutput::channel_map",
-            format!(
-                "channel {i} is column {} of the raw file, params.n_channels_dat is {columns}",
-                output.channel_map[i]
-            ),
-        ));
-    }
-    Ok(())
-}
-
-/// Checks the spike times (non-decreasing, inside the recording) and units (below the unit
-/// count).
-fn check_spikes(s: &Sorting) -> Result<()> {
-    let samples = i64::try_from(s.num_samples).unwrap_or(i64::MAX);
-    if let Some(i) = s.spike_times.iter().position(|&t| t < 0 || t >= samples) {
-        return Err(input(
-            "Sorting::spike_times",
-            format!(
-                "spike {i} is at sample {}, outside the recording's {} samples",
-                s.spike_times[i], s.num_samples
-            ),
-        ));
-    }
-    if let Some(i) = s.spike_times.windows(2).position(|w| w[1] < w[0]) {
-        return Err(input(
-            "Sorting::spike_times",
-            format!(
-                "spike {} at sample {} comes after one at {}: times must not decrease",
-                i + 1,
-                s.spike_times[i + 1],
-                s.spike_times[i]
-            ),
-        ));
-    }
-    let units = s.num_units();
-    if let Some(i) = s.spike_clusters.iter().position(|&u| u as usize >= units) {
-        return Err(input(
-            "Sorting::spike_clusters",
-            format!(
-                "spike {i} is in unit {}, the sorting has {units} units (Sorting::labels)",
-                s.spike_clusters[i]
-            ),
-        ));
-    }
-    Ok(())
 }
 
 /// The part of the folder dspk-synapse's [`write_phy`] writes.
@@ -438,50 +242,6 @@ fn python_1f(value: f64) -> String {
     }
 }
 
-/// The inverse of `W + 1e-5 I` for the `c x c` row-major `w` (Kilosort's
-/// `whitening_mat_inv.npy`, numpy's `linalg.inv` of the ridged matrix), by Gauss-Jordan
-/// elimination with partial pivoting in `f64`; `None` if a pivot is below `1e-12` times the
-/// largest entry, or an entry is not finite.
-fn inverse_with_ridge(w: &[f64], c: usize) -> Option<Vec<f64>> {
-    let mut a = w.to_vec();
-    for i in 0..c {
-        a[i * c + i] += INVERSE_RIDGE;
-    }
-    let scale = a.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-    if a.iter().any(|v| !v.is_finite()) || (c > 0 && scale == 0.0) {
-        return None;
-    }
-    let mut inv: Vec<f64> = (0..c * c)
-        .map(|i| if i / c == i % c { 1.0 } else { 0.0 })
-        .collect();
-    for col in 0..c {
-        let pivot =
-            (col..c).max_by(|&i, &j| a[i * c + col].abs().total_cmp(&a[j * c + col].abs()))?;
-        if a[pivot * c + col].abs() <= 1e-12 * scale {
-            return None;
-        }
-        for k in 0..c {
-            a.swap(col * c + k, pivot * c + k);
-            inv.swap(col * c + k, pivot * c + k);
-        }
-        let p = a[col * c + col];
-        for k in 0..c {
-            a[col * c + k] /= p;
-            inv[col * c + k] /= p;
-        }
-        for row in (0..c).filter(|&r| r != col) {
-            let f = a[row * c + col];
-            if f != 0.0 {
-                for k in 0..c {
-                    a[row * c + k] -= f * a[col * c + k];
-                    inv[row * c + k] -= f * inv[col * c + k];
-                }
-            }
-        }
-    }
-    Some(inv)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -502,27 +262,5 @@ mod tests {
         for (v, want) in cases {
             assert_eq!(python_1f(v), want, "{v}");
         }
-    }
-
-    #[test]
-    fn ridged_inverse() {
-        let w = [2.0, 1.0, 0.0, 1.0, 3.0, 1.0, 0.0, 1.0, 4.0];
-        let inv = inverse_with_ridge(&w, 3).expect("invertible");
-        for i in 0..3 {
-            for j in 0..3 {
-                let dot: f64 = (0..3)
-                    .map(|k| {
-                        let a = w[i * 3 + k] + if i == k { INVERSE_RIDGE } else { 0.0 };
-                        a * inv[k * 3 + j]
-                    })
-                    .sum();
-                let eye = if i == j { 1.0 } else { 0.0 };
-                assert!((dot - eye).abs() < 1e-12, "({i}, {j}): {dot}");
-            }
-        }
-        assert!(inverse_with_ridge(&[-1e-5, 0.0, 0.0, 1.0], 2).is_none());
-        assert!(inverse_with_ridge(&[f64::NAN], 1).is_none());
-        assert!(inverse_with_ridge(&[1.0, f64::NAN, 0.0, 1.0], 2).is_none());
-        assert_eq!(inverse_with_ridge(&[], 0), Some(vec![]));
     }
 }
