@@ -15,8 +15,9 @@ use crate::{Error, Result};
 /// Columns one unit of the projection kernel computes.
 const PROJECTION_TILE: usize = 8;
 
-/// Peak records allocated before the first window (grown when a window has more).
-const INITIAL_RECORDS: usize = 1 << 12;
+/// Peak records allocated before the first window (grown when a window has more). Tiny in
+/// tests, so that every test with a few spikes also grows the records between peels.
+const INITIAL_RECORDS: usize = if cfg!(test) { 4 } else { 1 << 12 };
 
 /// Learned-template matching (Kilosort4 §7) on whitened, drift-corrected windows, on the
 /// device.
@@ -51,7 +52,7 @@ const INITIAL_RECORDS: usize = 1 << 12;
 /// All sums run in a fixed order, every value has one writer and no float atomics are used:
 /// results do not depend on thread scheduling. Device memory: `C * (P + 1) + N + 3` 4-byte
 /// values per window sample, allocated for the longest window seen and reused; `N^2 (2 nt - 1)`
-/// for `ctc`; `4 + nc * P + 1` per peak record (grown to the most peaks one window had).
+/// for `ctc`; `5 + nc * P` per peak record (grown to the most peaks one window had).
 #[derive(Debug)]
 pub struct Matcher {
     tables: Tables,

@@ -544,3 +544,75 @@ fn match_subtracts_tied_peaks_in_column_order() {
         assert_eq!(first, again, "the same window twice");
     });
 }
+
+/// Time per window at Kilosort4's size: NP1.0 (383 channels), 400 learned templates nonzero on
+/// 12 to 19 channels each, 6 PCs of 61 samples, 60 000 owned samples and the halo, noise with
+/// 3000 planted spikes. Ignored (far too slow on a software renderer); run on a GPU with
+/// `cargo test --release -p dspk-sorter-kilosort --lib -- --ignored match_timing --nocapture`.
+#[test]
+#[ignore]
+fn match_timing_np1_window() {
+    let positions: Vec<[f32; 2]> = (0..384usize)
+        .filter(|&i| i != 191)
+        .map(|i| [[43.0, 11.0, 59.0, 27.0][i % 4], 20.0 * (i / 2) as f32])
+        .collect();
+    let (channels, n_templates, pcs, nt) = (positions.len(), 400, 6, 61);
+    let mut rng = Rng::new(12);
+    let wpca: Vec<f32> = (0..pcs * nt).map(|_| (rng.normal() / 8.0) as f32).collect();
+    let mut u = vec![0.0f32; n_templates * pcs * channels];
+    for n in 0..n_templates {
+        let first = n * (channels - 20) / n_templates;
+        for c in first..first + 12 + n % 8 {
+            for p in 0..pcs {
+                u[(n * pcs + p) * channels + c] = rng.normal() as f32;
+            }
+        }
+    }
+    let settings = MatchSettings::default();
+    let schedule = ChunkSchedule::new(60_000 + 244, 60_000, 244, 244).unwrap();
+    let total = 60_000 + 244;
+    let mut data: Vec<f32> = (0..channels * total).map(|_| rng.normal() as f32).collect();
+    for spike in 0..3000 {
+        let (n, column) = (spike * 37 % n_templates, 100 + spike * 19);
+        for c in 0..channels {
+            for j in 0..nt {
+                let wave: f32 = (0..pcs)
+                    .map(|p| u[(n * pcs + p) * channels + c] * wpca[p * nt + j])
+                    .sum();
+                data[c * total + column + j - nt / 2] += 2.0 * wave;
+            }
+        }
+    }
+    for_each_runtime(|target, client| {
+        let started = std::time::Instant::now();
+        let mut matcher = Matcher::new(
+            client,
+            &u,
+            n_templates,
+            &wpca,
+            nt,
+            20,
+            &positions,
+            &settings,
+        )
+        .unwrap();
+        eprintln!(
+            "match_timing runtime={target} setup_ms={:.1}",
+            started.elapsed().as_secs_f64() * 1e3
+        );
+        let halo_window = schedule.window(0).unwrap();
+        let array = DeviceArray::from_host(client, &data, channels, total).unwrap();
+        let window = DeviceWindow::new(array, halo_window).unwrap();
+        for rep in 0..5 {
+            let mut spikes = matcher.new_spikes();
+            let started = std::time::Instant::now();
+            matcher.match_window(client, &window, &mut spikes).unwrap();
+            eprintln!(
+                "match_timing runtime={target} rep={rep} channels={channels} \
+                 templates={n_templates} samples={total} spikes={} ms={:.3}",
+                spikes.len(),
+                started.elapsed().as_secs_f64() * 1e3
+            );
+        }
+    });
+}
