@@ -361,7 +361,7 @@ impl DriftCorrection {
 }
 
 /// The report of a host step (no windows, no bytes).
-fn host_step(name: &'static str, started: Instant) -> PassReport {
+pub(crate) fn host_step(name: &'static str, started: Instant) -> PassReport {
     PassReport {
         name,
         windows: 0,

@@ -29,7 +29,11 @@ pub fn align_templates(
     nt: usize,
 ) -> Result<Vec<i64>> {
     let per = channels * p;
-    if nt == 0 || wpca.len() != p * nt || wtemp.len() % nt != 0 || per == 0 || units.len() % per != 0
+    if nt == 0
+        || wpca.len() != p * nt
+        || wtemp.len() % nt != 0
+        || per == 0
+        || units.len() % per != 0
     {
         return Err(Error::Input {
             what: "template alignment",

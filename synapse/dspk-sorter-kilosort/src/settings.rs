@@ -258,7 +258,10 @@ impl KilosortSettings {
         if !(self.duplicate_spike_ms.is_finite() && self.duplicate_spike_ms >= 0.0) {
             return bad(
                 "duplicate_spike_ms",
-                format!("must be finite and not negative, got {}", self.duplicate_spike_ms),
+                format!(
+                    "must be finite and not negative, got {}",
+                    self.duplicate_spike_ms
+                ),
             );
         }
         if self.x_centers == Some(0) {

@@ -9,6 +9,7 @@ use dspk_ops::{DeviceArray, DeviceLimits, DeviceWindow, Element};
 use super::Spikes;
 use super::kernel::{self, FIRST_BAD, FOUND, LANES};
 use crate::centres::TemplateCentres;
+use crate::readback::prefix;
 use crate::universal::UniversalTemplates;
 use crate::{Error, Result};
 
@@ -540,13 +541,6 @@ fn upload<E: Element>(client: &Client, values: &[E]) -> Result<DeviceArray<E>> {
 /// A new uninitialised array of `values` `E` (at least one word).
 fn alloc<E: Element>(client: &Client, values: usize) -> Result<DeviceArray<E>> {
     Ok(DeviceArray::empty(client, 1, values)?)
-}
-
-/// The first `values` values of `array`, for a read-back.
-fn prefix<E: Element>(array: &DeviceArray<E>, values: usize) -> cubecl::server::Handle {
-    let handle = array.handle().clone();
-    let unused = handle.size() - (values * size_of::<E>()) as u64;
-    handle.offset_end(unused)
 }
 
 /// Reads `[FOUND, FIRST_BAD]` (waits for the device).

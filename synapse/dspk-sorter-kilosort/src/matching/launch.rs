@@ -9,6 +9,7 @@ use dspk_ops::{DeviceArray, DeviceLimits, DeviceWindow, Element};
 use super::MatchSettings;
 use super::kernel::{self, FIRST_BAD, FOUND, LANES};
 use super::setup::Tables;
+use crate::readback::{prefix, range};
 use crate::sorting::{LearnedChannels, MatchedSpikes};
 use crate::{Error, Result};
 
@@ -584,24 +585,6 @@ fn upload<E: Element>(client: &Client, values: &[E]) -> Result<DeviceArray<E>> {
 /// A new uninitialised array of `values` `E` (at least one word).
 fn alloc<E: Element>(client: &Client, values: usize) -> Result<DeviceArray<E>> {
     Ok(DeviceArray::empty(client, 1, values)?)
-}
-
-/// The first `values` values of `array`, for a read-back.
-fn prefix<E: Element>(array: &DeviceArray<E>, values: usize) -> cubecl::server::Handle {
-    range(array, 0, values)
-}
-
-/// The values `first..first + values` of `array`, for a read-back or a write.
-fn range<E: Element>(
-    array: &DeviceArray<E>,
-    first: usize,
-    values: usize,
-) -> cubecl::server::Handle {
-    let handle = array.handle().clone();
-    let size = size_of::<E>() as u64;
-    // `size_in_used`: the buffer may be padded past the array (an `offset_end` already set).
-    let unused = handle.size_in_used() - (first + values) as u64 * size;
-    handle.offset_start(first as u64 * size).offset_end(unused)
 }
 
 /// Reads `[FOUND, FIRST_BAD]` (waits for the device).
