@@ -25,7 +25,7 @@ fn describe_scaling(gain: f64, offset: f64, unit: &str) -> String {
     }
 }
 
-/// The header of `recording`, read from `path` as `format`, with `probe` where it has one:
+/// The header of `recording`, read from `path` as `format`:
 ///
 /// ```text
 /// path:      tests/fixtures/si_binary/si_binary_folder
@@ -33,14 +33,8 @@ fn describe_scaling(gain: f64, offset: f64, unit: &str) -> String {
 /// recording: 4 channels x 3000 samples at 30000 Hz (0.100 s), stored as I16, starts at 0 s
 ///      0 A0               0.195 uV per unit
 ///   ...
-/// probe:     4 contacts on 1 shank, 4 wired to channels ("linear4")
 /// ```
-pub(crate) fn describe(
-    path: &Path,
-    format: &str,
-    recording: &dyn RecordingSource,
-    probe: Option<&Probe>,
-) -> String {
+pub(crate) fn describe(path: &Path, format: &str, recording: &dyn RecordingSource) -> String {
     let info = recording.info();
     let mut text = String::new();
     let _ = writeln!(text, "path:      {}", path.display());
@@ -69,15 +63,15 @@ pub(crate) fn describe(
     if !info.metadata.is_empty() {
         let _ = writeln!(text, "metadata:  {} entries", info.metadata.len());
     }
-    match probe {
-        Some(probe) => {
-            let _ = writeln!(text, "probe:     {}", describe_probe(probe));
-        }
-        None => {
-            let _ = writeln!(text, "probe:     none in the recording");
-        }
-    }
     text
+}
+
+/// The `probe:` line of `dspk info`: the recording's probe, or that it has none.
+pub(crate) fn probe_line(probe: Option<&Probe>) -> String {
+    match probe {
+        Some(probe) => format!("probe:     {}\n", describe_probe(probe)),
+        None => "probe:     none in the recording\n".to_string(),
+    }
 }
 
 /// A probe in one line: contacts, shanks, how many are wired to a channel, and its name.
@@ -121,15 +115,12 @@ mod tests {
     fn a_recording_is_described_from_its_header() {
         let rate = dspk::SampleRate::from_hz(30_000).unwrap();
         let recording = dspk::SyntheticRecording::new(10, 60_000, rate, 1).unwrap();
-        let text = describe(Path::new("x.bin"), "dspk-raw", &recording, None);
+        let text = describe(Path::new("x.bin"), "dspk-raw", &recording);
         assert!(
             text.contains("recording: 10 channels x 60000 samples at 30000 Hz (2.000 s)"),
             "{text}"
         );
         assert!(text.contains("  ... 2 more\n"), "{text}");
-        assert!(
-            text.ends_with("probe:     none in the recording\n"),
-            "{text}"
-        );
+        assert_eq!(probe_line(None), "probe:     none in the recording\n");
     }
 }

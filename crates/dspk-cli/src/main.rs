@@ -69,13 +69,9 @@ fn run() -> Result<(), Failure> {
             let opened = recording::open(&recording)?;
             let probe = recording::recording_probe(&recording, &opened.format)?;
             print!(
-                "{}",
-                describe::describe(
-                    &recording,
-                    &opened.format,
-                    opened.source.as_ref(),
-                    probe.as_ref()
-                )
+                "{}{}",
+                describe::describe(&recording, &opened.format, opened.source.as_ref()),
+                describe::probe_line(probe.as_ref())
             );
         }
         Command::Convert(convert) => convert::convert(&convert)?,

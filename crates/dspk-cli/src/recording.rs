@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use dspk::RecordingSource;
-use dspk::io::{ByteOrder, RawRecording, SampleOrder};
+use dspk::io::{ByteOrder, NpyArray, RawRecording, SampleOrder};
+use dspk::synapse::phy::PhyParams;
 use dspk::synapse::probe::{read_kilosort_json, read_kilosort_mat, read_prb, read_probeinterface};
 use dspk::synapse::spikeglx::SpikeGlxRecording;
 use dspk::synapse::{Contact, Probe};
@@ -40,7 +41,8 @@ pub(crate) fn open(path: &Path) -> Result<Opened, dspk::io::Error> {
 
 /// The probe a recording of `format` at `path` describes itself, where the format has one:
 /// SpikeGLX and mtscomp (the `.meta`'s geometry), NWB (the electrodes table; feature
-/// `formats`), a SpikeInterface binary folder (its `probegroup.json`). `None` for the others.
+/// `formats`), a SpikeInterface binary folder (its `probegroup.json`), a Phy folder (its
+/// `channel_map.npy`, `channel_positions.npy` and `channel_shanks.npy`). `None` for the others.
 ///
 /// # Errors
 ///
@@ -55,6 +57,7 @@ pub(crate) fn recording_probe(path: &Path, format: &str) -> Result<Option<Probe>
         "nwb" => dspk::synapse::nwb::NwbRecording::open(path)?
             .probe()
             .cloned(),
+        "phy" => phy_probe(phy_folder(path))?,
         "spikeinterface-binary" => {
             let folder = if path.is_dir() {
                 path
@@ -70,6 +73,63 @@ pub(crate) fn recording_probe(path: &Path, format: &str) -> Result<Option<Probe>
         }
         _ => None,
     })
+}
+
+/// The folder of a Phy recording path (the folder, or the folder of its `params.py`).
+fn phy_folder(path: &Path) -> &Path {
+    if path.file_name().is_some_and(|n| n == "params.py") {
+        path.parent().unwrap_or(Path::new("."))
+    } else {
+        path
+    }
+}
+
+/// The probe of a Phy folder: channel `c` at `channel_positions[c]`, wired to raw-file column
+/// `channel_map[c]`, on shank `channel_shanks[c]` (0 without that file or for a value that is
+/// not a whole number); `None` without a
+/// channel map or positions.
+fn phy_probe(folder: &Path) -> Result<Option<Probe>, Box<dyn Error>> {
+    let (map, positions) = (
+        folder.join("channel_map.npy"),
+        folder.join("channel_positions.npy"),
+    );
+    if !map.is_file() || !positions.is_file() {
+        return Ok(None);
+    }
+    let map = NpyArray::read(&map)?.to_i64()?;
+    let xy = NpyArray::read(&positions)?.to_f64()?;
+    if xy.len() != 2 * map.len() {
+        return Err(format!(
+            "{}: {} values for {} channels of channel_map.npy (2 per channel)",
+            positions.display(),
+            xy.len(),
+            map.len()
+        )
+        .into());
+    }
+    let shanks_file = folder.join("channel_shanks.npy");
+    let shanks = if shanks_file.is_file() {
+        NpyArray::read(&shanks_file)?.to_f64()?
+    } else {
+        vec![0.0; map.len()]
+    };
+    let contacts = map
+        .iter()
+        .enumerate()
+        .map(|(c, &column)| Contact {
+            id: c.to_string(),
+            position: [xy[2 * c], xy[2 * c + 1]],
+            // Kilosort writes the shanks as floats (its `kcoords`).
+            shank: shanks
+                .get(c)
+                .filter(|s| s.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(*s))
+                .map_or(0, |&s| s as u32),
+            device_channel: usize::try_from(column).ok(),
+        })
+        .collect();
+    Ok(Some(
+        Probe::new("phy", contacts).map_err(|e| format!("{}: {e}", folder.display()))?,
+    ))
 }
 
 /// Reads a probe file, by its extension: `.json` (probeinterface, or Kilosort's probe JSON when
@@ -187,17 +247,46 @@ fn raw_recording(path: &Path, format: &str) -> Option<RawRecording> {
     }
 }
 
-/// The raw file behind a recording that Phy's `params.py` can name as `dat_path`: one file of
-/// interleaved little-endian samples, no header, exactly the recording's channels as columns
-/// (a dspk sidecar or SpikeInterface binary folder written that way). `None` for other
-/// layouts (SpikeGLX's `.bin` also holds its sync column; compressed and container formats
-/// have no such file): Phy then shows the sort without raw traces.
-pub(crate) fn phy_dat_file(path: &Path, format: &str) -> Option<PathBuf> {
-    let raw = raw_recording(path, format)?;
+/// A raw file Phy's `params.py` names as `dat_path`: interleaved little-endian samples, no
+/// header, `columns` values per sample (the recording's channels first, in order).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct PhyDat {
+    /// The file.
+    pub path: PathBuf,
+    /// Values per sample in the file (`n_channels_dat`).
+    pub columns: usize,
+}
+
+/// The raw file behind a recording that Phy can show traces from: a SpikeGLX `.bin` (its sync
+/// word is the last column, after the recording's channels), or a dspk raw file or
+/// SpikeInterface binary folder stored interleaved, little-endian and without a header. `None`
+/// for other layouts and for compressed and container formats: Phy then shows the sort
+/// without raw traces.
+pub(crate) fn phy_dat_file(path: &Path, format: &str) -> Option<PhyDat> {
+    if format == "spikeglx" {
+        let glx = SpikeGlxRecording::open(path).ok()?;
+        return Some(PhyDat {
+            path: glx.data_path().to_path_buf(),
+            columns: glx.info().num_channels() + glx.num_digital(),
+        });
+    }
+    let raw = match format {
+        "phy" => {
+            let folder = phy_folder(path);
+            PhyParams::read(&folder.join("params.py"))
+                .ok()?
+                .open_recording(folder)
+                .ok()?
+        }
+        _ => raw_recording(path, format)?,
+    };
     let plain = raw.order() == SampleOrder::Interleaved
         && raw.byte_order() == ByteOrder::Little
         && raw.header_bytes() == 0;
-    plain.then(|| raw.data_path().to_path_buf())
+    plain.then(|| PhyDat {
+        path: raw.data_path().to_path_buf(),
+        columns: raw.info().num_channels(),
+    })
 }
 
 #[cfg(test)]
@@ -252,6 +341,12 @@ mod tests {
             relative,
             vec![[0.0, 0.0], [32.0, 0.0], [-16.0, 20.0], [16.0, 20.0]]
         );
+        // A Phy folder's channel map and positions.
+        let phy = recording_probe(&fixture("phy/ks4_style"), "phy")
+            .unwrap()
+            .unwrap();
+        let wired: Vec<Option<usize>> = phy.contacts().iter().map(|c| c.device_channel).collect();
+        assert_eq!(wired, [Some(0), Some(1), Some(2), Some(3)]);
         let oe = fixture("openephys/2024-05-01_12-00-00");
         let error = sort_probe(&oe, "openephys-binary", None).unwrap_err();
         assert!(
@@ -285,13 +380,33 @@ mod tests {
     }
 
     #[test]
-    fn only_plain_raw_files_serve_phy() {
+    fn phy_reads_raw_files_and_spikeglx_bins() {
         let si = fixture("si_binary/si_binary_folder");
         assert_eq!(
             phy_dat_file(&si, "spikeinterface-binary"),
-            Some(si.join("traces_cached_seg0.raw"))
+            Some(PhyDat {
+                path: si.join("traces_cached_seg0.raw"),
+                columns: 4
+            })
         );
+        // Four channels and the sync word.
         let glx = fixture("spikeglx/np1/fixture_g0/fixture_g0_imec0/fixture_g0_t0.imec0.ap.bin");
-        assert_eq!(phy_dat_file(&glx, "spikeglx"), None);
+        assert_eq!(
+            phy_dat_file(&glx, "spikeglx"),
+            Some(PhyDat {
+                path: glx.clone(),
+                columns: 5
+            })
+        );
+        let phy = fixture("phy/ks4_style");
+        assert_eq!(
+            phy_dat_file(&phy, "phy"),
+            Some(PhyDat {
+                path: phy.join("recording.dat"),
+                columns: 4
+            })
+        );
+        let oe = fixture("openephys/2024-05-01_12-00-00");
+        assert_eq!(phy_dat_file(&oe, "openephys-binary"), None);
     }
 }

@@ -1,13 +1,15 @@
 //! `dspk sort`: a recording sorted by Kilosort4 on the device into a Phy folder.
 
 use std::error::Error;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use dspk::ComputeTarget;
+use dspk::io::Dtype;
 use dspk::kilosort::report::Progress;
 use dspk::kilosort::sorting::UnitLabel;
-use dspk::kilosort::{KilosortSettings, SortProbe};
+use dspk::kilosort::{Kilosort4, KilosortSettings, SortProbe};
+use dspk::synapse::phy::PhyParams;
 
 use crate::args::{SortArgs, default_out_dir};
 use crate::describe::{describe, describe_probe};
@@ -40,17 +42,11 @@ pub(crate) fn sort(args: &SortArgs, settings: KilosortSettings) -> Result<(), Bo
         .clone()
         .unwrap_or_else(|| default_out_dir(&args.recording));
     refuse_existing_sort(&out, args.overwrite)?;
-    let dat_path = phy_dat_file(&args.recording, &opened.format);
-    let dtype = info.stored_format.name();
+    let dat = phy_dat_file(&args.recording, &opened.format);
 
     print!(
         "{}",
-        describe(
-            &args.recording,
-            &opened.format,
-            opened.source.as_ref(),
-            None
-        )
+        describe(&args.recording, &opened.format, opened.source.as_ref())
     );
     println!("probe:     {}, from {probe_from}", describe_probe(&probe));
     let target = ComputeTarget::from_env()?;
@@ -65,16 +61,61 @@ pub(crate) fn sort(args: &SortArgs, settings: KilosortSettings) -> Result<(), Bo
         out.display()
     );
 
-    let _ = (
-        settings,
-        dat_path,
-        dtype,
-        StageBars::new(),
-        Instant::now(),
-        |p: Progress| p.done,
-        UnitLabel::Good,
+    let mut bars = StageBars::new();
+    let started = Instant::now();
+    let sorted = Kilosort4::new(settings).run(
+        &client,
+        opened.source.clone(),
+        &channels,
+        &mut |p: Progress| bars.update(p.stage, p.done, p.total),
     );
-    Err("the sorter's one-call API has not landed yet".into())
+    bars.finish();
+    let result = sorted?;
+    let wall = started.elapsed().as_secs_f64();
+    for stage in &result.stages {
+        println!("stage      {stage}");
+    }
+    let sorting = &result.sorting;
+    let good = sorting
+        .labels
+        .iter()
+        .filter(|&&l| l == UnitLabel::Good)
+        .count();
+    let seconds = info.duration().as_secs_f64();
+    println!(
+        "sorted:    {} units ({good} good, {} mua), {} spikes, in {wall:.1} s for {seconds:.1} s \
+         of recording ({:.1}x real time)",
+        sorting.num_units(),
+        sorting.num_units() - good,
+        sorting.num_spikes(),
+        seconds / wall.max(f64::MIN_POSITIVE)
+    );
+    let mut params = PhyParams::new(PathBuf::new(), info.num_channels(), sorting.sample_rate);
+    params.dat_path = Vec::new();
+    params.dtype = Dtype::from_format(info.stored_format);
+    if let Some(dat) = &dat {
+        params.dat_path = vec![dat.path.clone()];
+        params.n_channels_dat = dat.columns;
+    }
+    result.write_phy(&out, params, args.overwrite)?;
+    println!("phy:       {}", out.display());
+    match &dat {
+        Some(dat) => println!(
+            "           raw data: {} ({} columns; params.py dat_path)",
+            dat.path.display(),
+            dat.columns
+        ),
+        None => println!(
+            "           no raw file for Phy to show traces from ({} keeps none in Phy's layout; \
+             `dspk convert REC --to raw FILE` writes one)",
+            opened.format
+        ),
+    }
+    println!(
+        "           open with: phy template-gui {}",
+        out.join("params.py").display()
+    );
+    Ok(())
 }
 
 /// Refuses, before sorting, a folder that already holds a Phy folder unless `overwrite`.

@@ -1,0 +1,379 @@
+//! A whole Kilosort4 sort on the device, scored against ground truth; or any recording sorted
+//! into a Phy folder.
+//!
+//! ```text
+//! cargo run --release --example sort                       # synthetic: 64 ch, 60 s, 16 units, drifting
+//! cargo run --release --example sort -- --seconds 20 --units 8 --min-units 6 --min-accuracy 0.8
+//! cargo run --release --example sort -- --out sorted/      # also writes the Phy folder (and recording.dat)
+//! cargo run --release --example sort -- PATH [--probe FILE] [--out DIR]   # a real recording
+//! DSPK_RUNTIME=cpu cargo run --release --features cpu --example sort -- --seconds 10
+//! ```
+//!
+//! Without PATH, a ground-truth recording is generated in memory (`dspk::synapse::groundtruth`,
+//! seed `--seed`: units on a two-column Neuropixels-like probe, correlated noise, 20 µm of
+//! linear drift), sorted on the best device (or `DSPK_RUNTIME`), and the sorting is compared
+//! with the truth as SpikeInterface's `compare_sorter_to_ground_truth` does (spikes within
+//! 0.4 ms, Hungarian matching): each true unit's accuracy `tp / (tp + fn + fp)`, recall and
+//! precision, how many units reach an accuracy of 0.8, and the mean accuracy. Each stage's time
+//! and memory is printed. `--min-units N --min-accuracy A` make a result below them an error
+//! (exit status 1), as CI runs it.
+//!
+//! With PATH (any format `dspk::open` reads; `--features formats` for Zarr and NWB) the
+//! recording is sorted with its own probe or `--probe FILE` into a Phy folder, by default
+//! `<PATH stem>_dspk_sort/` beside it. `--set KEY=VALUE` changes a Kilosort4 setting (its own
+//! names: `--set Th_learned=7 --set nblocks=0`).
+
+use std::error::Error;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
+
+use dspk::ComputeTarget;
+use dspk::io::{Dtype, RawWriteOptions, write_raw};
+use dspk::kilosort::report::Progress;
+use dspk::kilosort::sorting::UnitLabel;
+use dspk::kilosort::{Kilosort4, KilosortSettings, SortOutput, SortProbe};
+use dspk::synapse::groundtruth::{
+    CompareOptions, Drift, GroundTruthConfig, MatchMode, SpikeTrains, compare_to_ground_truth,
+};
+use dspk::synapse::phy::PhyParams;
+use dspk::{RecordingSource, SampleRate};
+use dspk_examples::sorting::{StageBars, open_recording, phy_dat_file, sort_probe};
+use dspk_examples::synthetic::generate_in_memory;
+use dspk_examples::{MemoryLimit, checked_product, finish};
+
+const RATE_HZ: u64 = 30_000;
+/// A true unit counts as found at this accuracy (SpikeInterface's well-detected score).
+const WELL_DETECTED: f64 = 0.8;
+
+fn main() -> ExitCode {
+    // SAFETY: first in main, no other thread yet.
+    unsafe { dspk_examples::quiet_vulkan_device_select() };
+    finish(run())
+}
+
+fn run() -> Result<(), Box<dyn Error>> {
+    let Some(args) = parse_args()? else {
+        return Ok(());
+    };
+    let mut settings = KilosortSettings::default();
+    for (key, value) in &args.sets {
+        settings
+            .set(key, value)
+            .map_err(|e| format!("--set {key}={value}: {e}"))?;
+    }
+    match &args.path {
+        Some(path) => sort_path(&args, path, settings),
+        None => sort_ground_truth(&args, settings),
+    }
+}
+
+/// Sorts `source` through `probe` with a progress bar per stage, then prints each stage's line
+/// and the totals.
+fn sort(
+    settings: KilosortSettings,
+    source: Arc<dyn RecordingSource>,
+    probe: &SortProbe,
+) -> Result<SortOutput, Box<dyn Error>> {
+    let target = ComputeTarget::from_env()?;
+    let client = target.client()?;
+    println!(
+        "runtime:   {target} on {}",
+        client.properties().identity.name
+    );
+    let seconds = source.info().duration().as_secs_f64();
+    let mut bars = StageBars::new();
+    let started = Instant::now();
+    let sorted = Kilosort4::new(settings).run(&client, source, probe, &mut |p: Progress| {
+        bars.update(p.stage, p.done, p.total);
+    });
+    bars.finish();
+    let output = sorted?;
+    let wall = started.elapsed().as_secs_f64();
+    for stage in &output.stages {
+        println!("stage      {stage}");
+    }
+    let sorting = &output.sorting;
+    let good = sorting
+        .labels
+        .iter()
+        .filter(|&&l| l == UnitLabel::Good)
+        .count();
+    println!(
+        "sorted:    {} units ({good} good), {} spikes in {wall:.1} s for {seconds:.1} s of \
+         recording ({:.1}x real time)",
+        sorting.num_units(),
+        sorting.num_spikes(),
+        seconds / wall.max(f64::MIN_POSITIVE)
+    );
+    Ok(output)
+}
+
+/// The synthetic recording: generated, sorted, scored; the Phy folder with `--out`.
+fn sort_ground_truth(args: &Args, settings: KilosortSettings) -> Result<(), Box<dyn Error>> {
+    let what = format!(
+        "the sample count of --seconds {} at {RATE_HZ} Hz",
+        args.seconds
+    );
+    let config = GroundTruthConfig {
+        channels: args.channels as usize,
+        num_samples: checked_product(&what, &[args.seconds, RATE_HZ])?,
+        sample_rate_hz: RATE_HZ,
+        units: args.units as usize,
+        drift: Drift::Linear { total_um: 20.0 },
+        seed: args.seed,
+        ..GroundTruthConfig::default()
+    };
+    let made = generate_in_memory(&config, MemoryLimit::of_this_machine())?;
+    let truth = &made.truth;
+    println!(
+        "recording: synthetic, {} channels x {} s at {RATE_HZ} Hz, {} units, {} true spikes, \
+         20 um linear drift, seed {} (made in {:.2} s)",
+        config.channels,
+        args.seconds,
+        config.units,
+        truth.spikes().len(),
+        args.seed,
+        made.made_in.as_secs_f64()
+    );
+    let probe = SortProbe::from_probe(truth.probe(), config.channels, &[])?;
+    let output = sort(settings, made.source.clone(), &probe)?;
+
+    let sorting = &output.sorting;
+    let labels: Vec<i64> = sorting
+        .spike_clusters
+        .iter()
+        .map(|&c| i64::from(c))
+        .collect();
+    let tested = SpikeTrains::from_labels(&sorting.spike_times, &labels)?;
+    let rate = SampleRate::from_hz(RATE_HZ)?;
+    let comparison = compare_to_ground_truth(
+        &truth.spike_trains(),
+        &tested,
+        rate,
+        &CompareOptions::default(),
+    )?;
+    let performance = comparison.performance(MatchMode::Hungarian);
+    let matches = comparison.hungarian_match();
+    println!("accuracy against the truth (spikes within 0.4 ms, Hungarian match):");
+    println!("  unit  amplitude  rate    spikes  sorted as  accuracy  recall  precision");
+    let trains = truth.spike_trains();
+    for (u, unit) in truth.units().iter().enumerate() {
+        let p = &performance[u];
+        let matched = matches[u].map_or("-".to_string(), |t| comparison.tested_ids()[t].clone());
+        println!(
+            "  {u:>4}  {:>6.0} uV  {:>4.1} Hz  {:>6}  {matched:>9}  {:>8.3}  {:>6.3}  {:>9.3}",
+            unit.amplitude_uv,
+            unit.firing_rate_hz,
+            trains.train(u).len(),
+            p.accuracy,
+            p.recall,
+            p.precision
+        );
+    }
+    let well = performance
+        .iter()
+        .filter(|p| p.accuracy >= WELL_DETECTED)
+        .count();
+    let mean = comparison.mean_performance(MatchMode::Hungarian);
+    let categories = comparison.unit_categories();
+    println!(
+        "found:     {well} of {} units with accuracy >= {WELL_DETECTED}; mean accuracy {:.3} \
+         (recall {:.3}, precision {:.3})",
+        performance.len(),
+        mean.accuracy,
+        mean.recall,
+        mean.precision
+    );
+    println!(
+        "units:     {} sorted: {} well detected, {} redundant, {} overmerged, {} false \
+         positive, {} bad",
+        categories.num_tested,
+        categories.well_detected,
+        categories.redundant,
+        categories.overmerged,
+        categories.false_positive,
+        categories.bad
+    );
+
+    if let Some(dir) = &args.out {
+        std::fs::create_dir_all(dir)?;
+        let dat = dir.join("recording.dat");
+        write_raw(made.source.as_ref(), &dat, RawWriteOptions::default())?;
+        let params = PhyParams::new("recording.dat", config.channels, RATE_HZ as f64);
+        output.write_phy(dir, params, true)?;
+        println!(
+            "phy:       {} (with the recording as recording.dat; phy template-gui {})",
+            dir.display(),
+            dir.join("params.py").display()
+        );
+    }
+    if well < args.min_units as usize || mean.accuracy < args.min_accuracy {
+        return Err(format!(
+            "below the bounds asked for: {well} units at accuracy >= {WELL_DETECTED} (at least \
+             {} asked), mean accuracy {:.3} (at least {} asked)",
+            args.min_units, mean.accuracy, args.min_accuracy
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// A recording at `path`: sorted with its probe into a Phy folder.
+fn sort_path(args: &Args, path: &Path, settings: KilosortSettings) -> Result<(), Box<dyn Error>> {
+    let opened = open_recording(path)?;
+    let info = opened.source.info().clone();
+    dspk_examples::require_samples(&info)?;
+    let (probe, from) = sort_probe(path, &opened.format, args.probe.as_deref())?;
+    let channels = SortProbe::from_probe(&probe, info.num_channels(), &[])
+        .map_err(|e| format!("the probe from {from} and the recording: {e}"))?;
+    let out = args.out.clone().unwrap_or_else(|| {
+        let stem = path
+            .file_stem()
+            .map_or_else(|| "recording".into(), |s| s.to_os_string());
+        let mut name = stem;
+        name.push("_dspk_sort");
+        path.with_file_name(name)
+    });
+    if out.join("params.py").exists() || out.join("spike_times.npy").exists() {
+        return Err(format!(
+            "{} already holds a Phy folder; give another --out",
+            out.display()
+        )
+        .into());
+    }
+    println!(
+        "recording: {} ({}, {} channels x {:.1} s at {}), probe from {from}, {} channels sorted",
+        path.display(),
+        opened.format,
+        info.num_channels(),
+        info.duration().as_secs_f64(),
+        info.sample_rate,
+        channels.len()
+    );
+    let output = sort(settings, opened.source.clone(), &channels)?;
+    let mut params = PhyParams::new(
+        PathBuf::new(),
+        info.num_channels(),
+        info.sample_rate.as_hz(),
+    );
+    params.dat_path = Vec::new();
+    params.dtype = Dtype::from_format(info.stored_format);
+    if let Some((file, columns)) = phy_dat_file(path, &opened.format) {
+        params.dat_path = vec![file];
+        params.n_channels_dat = columns;
+    }
+    output.write_phy(&out, params, false)?;
+    println!(
+        "phy:       {} (phy template-gui {})",
+        out.display(),
+        out.join("params.py").display()
+    );
+    Ok(())
+}
+
+/// What the command line asked for.
+struct Args {
+    path: Option<PathBuf>,
+    probe: Option<PathBuf>,
+    out: Option<PathBuf>,
+    sets: Vec<(String, String)>,
+    seconds: u64,
+    channels: u64,
+    units: u64,
+    seed: u64,
+    min_units: u64,
+    min_accuracy: f64,
+}
+
+const USAGE: &str = "usage: sort [--seconds N] [--channels N] [--units N] [--seed N] [--out DIR] \
+                     [--set KEY=VALUE ...] [--min-units N] [--min-accuracy A]\n       \
+                     sort PATH [--probe FILE] [--out DIR] [--set KEY=VALUE ...]\n\
+                     (DSPK_RUNTIME=wgpu|cuda|hip|cpu; KEY: Kilosort4's setting names)";
+
+/// The arguments; `None` after printing the usage for `--help`.
+fn parse_args() -> Result<Option<Args>, Box<dyn Error>> {
+    let mut parsed = Args {
+        path: None,
+        probe: None,
+        out: None,
+        sets: Vec::new(),
+        seconds: 60,
+        channels: 64,
+        units: 16,
+        seed: 2026,
+        min_units: 0,
+        min_accuracy: 0.0,
+    };
+    let mut args = std::env::args_os().skip(1);
+    let whole =
+        |name: &str, value: Option<std::ffi::OsString>, least: u64| -> Result<u64, String> {
+            value
+                .and_then(|v| v.to_str()?.parse().ok())
+                .filter(|&v| v >= least && v <= 100_000)
+                .ok_or(format!(
+                    "{name} needs a whole number from {least} to 100000"
+                ))
+        };
+    let mut synthetic_flag = None;
+    while let Some(arg) = args.next() {
+        if let Some(flag) = [
+            "--seconds",
+            "--channels",
+            "--units",
+            "--seed",
+            "--min-units",
+            "--min-accuracy",
+        ]
+        .into_iter()
+        .find(|f| arg == *f)
+        {
+            synthetic_flag = Some(flag);
+        }
+        match arg.to_str().unwrap_or("") {
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                return Ok(None);
+            }
+            "--seconds" => parsed.seconds = whole("--seconds", args.next(), 1)?,
+            "--channels" => parsed.channels = whole("--channels", args.next(), 1)?,
+            "--units" => parsed.units = whole("--units", args.next(), 1)?,
+            "--seed" => parsed.seed = whole("--seed", args.next(), 0)?,
+            "--min-units" => parsed.min_units = whole("--min-units", args.next(), 0)?,
+            "--min-accuracy" => {
+                parsed.min_accuracy = args
+                    .next()
+                    .and_then(|v| v.to_str()?.parse().ok())
+                    .filter(|v| (0.0..=1.0).contains(v))
+                    .ok_or("--min-accuracy needs a number from 0 to 1")?;
+            }
+            "--out" => parsed.out = Some(args.next().ok_or("--out needs a folder")?.into()),
+            "--probe" => parsed.probe = Some(args.next().ok_or("--probe needs a file")?.into()),
+            "--set" => {
+                let pair = args.next().and_then(|v| v.into_string().ok());
+                let pair = pair.ok_or("--set needs KEY=VALUE")?;
+                let (key, value) = pair
+                    .split_once('=')
+                    .ok_or(format!("--set {pair}: expected KEY=VALUE"))?;
+                parsed.sets.push((key.to_string(), value.to_string()));
+            }
+            flag if flag.starts_with('-') => {
+                return Err(format!("unknown argument `{flag}` (try --help)").into());
+            }
+            _ if parsed.path.is_none() => parsed.path = Some(PathBuf::from(arg)),
+            _ => return Err(format!("unexpected argument {arg:?} (try --help)").into()),
+        }
+    }
+    if let (Some(path), Some(flag)) = (&parsed.path, synthetic_flag) {
+        return Err(format!(
+            "{flag} is for the synthetic recording; {} is sorted as it is",
+            path.display()
+        )
+        .into());
+    }
+    if parsed.path.is_none() && parsed.probe.is_some() {
+        return Err("--probe is for a recording given as PATH".into());
+    }
+    Ok(Some(parsed))
+}
