@@ -1,1 +1,171 @@
-//! (in progress)
+//! Graph clustering of one group of spikes (`docs/KILOSORT4.md` §6.3-6.7), on the host.
+//!
+//! [`cluster_group`] runs, in order: the greedy k-means++ initialisation ([`init`], §6.4); the
+//! graph of every point's nearest landmarks ([`graph`], §6.3); the label iterations on it
+//! ([`iterate`], §6.5); the merge tree and its cut with the bimodality test ([`tree`],
+//! §6.6-6.7). Everything is single-threaded and deterministic (the caller runs groups in
+//! parallel); the random draws come from the crate's own counter-based generator ([`rng`]).
+//!
+//! Where this departs from Kilosort 4.1.7 (each also documented where it happens):
+//! * random draws: our SplitMix64 stream with exponential-key sampling instead of torch's
+//!   `multinomial` (which differs between devices anyway); no `2^24` subsampling of the weights;
+//! * the initialisation draws from and scores on a pool of at most 4096 evenly spaced points
+//!   (the other points follow the chosen centres exactly);
+//! * the nearest-landmark search is exact in f64 with ties to the lower landmark (faiss
+//!   computes in f32);
+//! * the iteration scores are compared exactly as integers (Kilosort: f32);
+//! * the tree cut evaluates the cross-refractoriness test (dead code in 4.1.7, the intended
+//!   rule), and a one-sided bimodality histogram scores 0 instead of dividing by zero;
+//! * inputs too small for Kilosort's defaults are accepted: the number of steps and candidates
+//!   of the initialisation is capped at `n`, the neighbours at the number of landmarks.
+
+mod graph;
+mod init;
+mod iterate;
+mod linalg;
+mod rng;
+mod tree;
+
+#[cfg(test)]
+mod tests;
+
+use crate::{Error, Result};
+
+/// Settings of the graph clustering (Kilosort4's defaults in [`Default`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GraphSettings {
+    /// `cluster_neighbors`: nearest landmarks of every point (10).
+    pub neighbors: usize,
+    /// `cluster_downsampling`: every `downsampling`-th point is a landmark (20).
+    pub downsampling: usize,
+    /// `max_cluster_subset`: at most this many landmarks (25 000).
+    pub max_landmarks: usize,
+    /// `cluster_init_seed`: seed of the initialisation's draws (5).
+    pub seed: u64,
+    /// Steps of the k-means++ initialisation, and label columns of the iterations (200).
+    pub initial_clusters: usize,
+    /// Candidates drawn per initialisation step (100).
+    pub candidates: usize,
+    /// Rounds of graph iterations (200).
+    pub iterations: usize,
+    /// A tree node whose merge ratio `r` is below this splits (0.2).
+    pub split_ratio: f64,
+    /// A tree node whose bimodality score is below this merges (0.6).
+    pub bimodality: f64,
+}
+
+impl Default for GraphSettings {
+    fn default() -> Self {
+        Self {
+            neighbors: 10,
+            downsampling: 20,
+            max_landmarks: 25_000,
+            seed: 5,
+            initial_clusters: 200,
+            candidates: 100,
+            iterations: 200,
+            split_ratio: 0.2,
+            bimodality: 0.6,
+        }
+    }
+}
+
+impl GraphSettings {
+    /// Checks that every count is at least 1 and the thresholds are finite.
+    fn check(&self) -> Result<()> {
+        for (name, value) in [
+            ("cluster_neighbors", self.neighbors),
+            ("cluster_downsampling", self.downsampling),
+            ("max_cluster_subset", self.max_landmarks),
+            ("initial_clusters", self.initial_clusters),
+            ("candidates", self.candidates),
+        ] {
+            if value == 0 {
+                return Err(Error::Setting {
+                    name,
+                    reason: "must be at least 1".into(),
+                });
+            }
+        }
+        for (name, value) in [
+            ("split_ratio", self.split_ratio),
+            ("bimodality", self.bimodality),
+        ] {
+            if !value.is_finite() {
+                return Err(Error::Setting {
+                    name,
+                    reason: format!("must be finite, not {value}"),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Clusters `n` points of `d` features (`x` row-major [n, d], f32) into labels `0..k`
+/// (consecutive, numbered as §6.7 says: by increasing id of the tree node each cluster is).
+///
+/// `refractory(a, b)` is asked, for a tree node whose children hold the points `a` and `b`
+/// (increasing indices into `x`), whether the two are cross-refractory (then the node merges);
+/// pass `|_, _| false` for the "spikes" mode. With `n < 2` every point gets label 0.
+///
+/// # Errors
+///
+/// [`Error::Setting`] when a count of `settings` is 0 or a threshold is not finite;
+/// [`Error::Input`] when `x` does not hold `n * d` values, `d` is 0 while `n` is not, or a value
+/// is not finite (naming the point and feature).
+pub fn cluster_group(
+    x: &[f32],
+    n: usize,
+    d: usize,
+    settings: &GraphSettings,
+    refractory: &mut dyn FnMut(&[usize], &[usize]) -> bool,
+) -> Result<Vec<u32>> {
+    settings.check()?;
+    check_features(x, n, d)?;
+    if n < 2 {
+        return Ok(vec![0; n]);
+    }
+    let steps = settings.initial_clusters.min(n);
+    let candidates = settings.candidates.min(n);
+    let init = init::seed_clusters(x, n, d, steps, candidates, settings.seed, init::POOL);
+
+    let landmarks = graph::landmarks(n, settings.downsampling, settings.max_landmarks);
+    let k = settings.neighbors.min(landmarks.len());
+    let nbr = graph::nearest_landmarks(x, d, &landmarks, k);
+    let graph = graph::Graph::new(nbr, n, k, &landmarks);
+    if graph.edges == 0 {
+        // Every link is a landmark's link to itself (one neighbour, every point a landmark):
+        // `M` is empty and the iterations' penalty undefined; one cluster.
+        return Ok(vec![0; n]);
+    }
+    let it = iterate::iterate(&graph, init.labels, init.columns, settings.iterations);
+    let merges = tree::merge_tree(&graph, &it);
+    let mut cut = tree::Cut::new(x, d, &it);
+    let final_label = cut.cut(&merges, settings, refractory)?;
+    Ok(it.labels.iter().map(|&c| final_label[c as usize]).collect())
+}
+
+/// Checks the shape of `x` and that every value is finite.
+fn check_features(x: &[f32], n: usize, d: usize) -> Result<()> {
+    let what = "clustering features";
+    if n.checked_mul(d) != Some(x.len()) {
+        return Err(Error::Input {
+            what,
+            reason: format!("{} values for {n} points of {d} features", x.len()),
+        });
+    }
+    if d == 0 && n > 0 {
+        return Err(Error::Input {
+            what,
+            reason: format!("{n} points without features"),
+        });
+    }
+    if let Some(at) = x.iter().position(|v| !v.is_finite()) {
+        return Err(Error::Input {
+            what,
+            reason: format!("point {} feature {} is {}", at / d, at % d, x[at]),
+        });
+    }
+    Ok(())
+}
