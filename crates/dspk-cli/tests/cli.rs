@@ -254,3 +254,28 @@ fn sort_refuses_a_recording_without_a_probe_before_sorting() {
         stderr(&output)
     );
 }
+
+#[cfg(feature = "formats")]
+#[test]
+fn convert_to_zarr_reads_back_as_the_source() {
+    let dir = scratch("zarr");
+    let (source, out) = (fixture(NP1), dir.join("np1.zarr"));
+    let args = [
+        "convert",
+        source.to_str().unwrap(),
+        "--to",
+        "zarr",
+        out.to_str().unwrap(),
+    ];
+    let output = dspk(&args);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let (original, copy) = (dspk::open(&source).unwrap(), dspk::open(&out).unwrap());
+    assert_eq!(copy.info().channels, original.info().channels);
+    assert_eq!(stored(copy.as_ref()), stored(original.as_ref()));
+    let info = dspk(&["info", out.to_str().unwrap()]);
+    assert!(
+        stdout(&info).contains("format:    zarr\n"),
+        "{}",
+        stdout(&info)
+    );
+}
