@@ -14,7 +14,9 @@
 //! the runtime among those compiled in (cargo features `wgpu` (default), `cuda`, `hip`, `cpu`);
 //! the feature `formats` adds Zarr stores and NWB files.
 
-#![forbid(unsafe_code)]
+// One function sets an environment variable, which Rust 2024 marks unsafe; `main` calls it
+// before any other thread exists.
+#![deny(unsafe_code)]
 
 mod args;
 mod convert;
@@ -42,7 +44,10 @@ impl<E: Into<Box<dyn Error>>> From<E> for Failure {
     }
 }
 
+#[allow(unsafe_code)]
 fn main() -> ExitCode {
+    // SAFETY: first in main, no other thread yet.
+    unsafe { quiet_vulkan_device_select() };
     match run() {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Usage(message)) => {
@@ -99,4 +104,27 @@ fn error_report(error: &(dyn Error + 'static)) -> String {
         cause = inner.source();
     }
     report
+}
+
+/// Turns Mesa's Vulkan device-selection layer off (`NODEVICE_SELECT=1`) on Linux when it would
+/// only make libwayland print `XDG_RUNTIME_DIR is invalid or not set` for every Vulkan
+/// instance (no absolute `XDG_RUNTIME_DIR`: SSH, containers, CI) and no device choice is asked
+/// of it (`NODEVICE_SELECT`, `MESA_VK_DEVICE_SELECT`, `DRI_PRIME` unset); wgpu ranks the
+/// adapters itself. As `dspk_examples::quiet_vulkan_device_select`.
+///
+/// # Safety
+///
+/// Sets an environment variable: no other thread may be running.
+#[allow(unsafe_code)]
+unsafe fn quiet_vulkan_device_select() {
+    let var = std::env::var_os;
+    let runtime_dir_valid =
+        var("XDG_RUNTIME_DIR").is_some_and(|dir| std::path::Path::new(&dir).is_absolute());
+    let asked = ["NODEVICE_SELECT", "MESA_VK_DEVICE_SELECT", "DRI_PRIME"]
+        .iter()
+        .any(|name| var(name).is_some());
+    if cfg!(target_os = "linux") && !runtime_dir_valid && !asked {
+        // SAFETY: the caller guarantees that no other thread runs.
+        unsafe { std::env::set_var("NODEVICE_SELECT", "1") };
+    }
 }
