@@ -45,7 +45,7 @@ pub(super) fn products(
     ldo: usize,
 ) {
     let (col0, cols) = (span.start, span.len());
-    let rows = if d == 0 { 0 } else { a.len() / d };
+    let rows = a.len().checked_div(d).unwrap_or(0);
     for r in (0..rows).step_by(TILE_ROWS) {
         let nr = (rows - r).min(TILE_ROWS);
         for j in (0..cols).step_by(TILE_COLS) {

@@ -7,7 +7,7 @@
 //! parallel); the random draws come from the crate's own counter-based generator ([`rng`]).
 //!
 //! Where this departs from Kilosort 4.1.7 (each also documented where it happens):
-//! * random draws: our SplitMix64 stream with exponential-key sampling instead of torch's
+//! * random draws: our `SplitMix64` stream with exponential-key sampling instead of torch's
 //!   `multinomial` (which differs between devices anyway); no `2^24` subsampling of the weights;
 //! * the initialisation draws from and scores on a pool of at most 4096 evenly spaced points
 //!   (the other points follow the chosen centres exactly);
