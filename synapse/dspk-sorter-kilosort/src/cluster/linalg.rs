@@ -9,24 +9,35 @@ pub(super) fn dot_seq(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).fold(0.0f32, |s, (x, y)| s + x * y)
 }
 
-/// `sum_t max(2 g_t - vc - e_t, 0)` (each term in f32, as the initialisation's gain) summed in
-/// f64 in eight interleaved lanes (`t mod 8`), combined pairwise, then the tail.
+/// `sum_t max(2 g_t - vc - e_t, 0)` (each term in f32, as the initialisation's gain): blocks of
+/// 64 terms summed in f32 in eight interleaved lanes (`t mod 8`, combined pairwise), the block
+/// sums and the tail added in f64 in order.
 pub(super) fn gain_sum(g: &[f32], e: &[f32], vc: f32) -> f64 {
-    let gain = |g: f32, e: f32| f64::from((2.0 * g - vc - e).max(0.0));
-    let mut acc = [0.0f64; 8];
-    let (cg, ce) = (g.chunks_exact(8), e.chunks_exact(8));
+    let gain = |g: f32, e: f32| {
+        let v = 2.0 * g - vc - e;
+        if v > 0.0 { v } else { 0.0 }
+    };
+    let mut total = 0.0f64;
+    let (cg, ce) = (g.chunks_exact(64), e.chunks_exact(64));
     let (rg, re) = (cg.remainder(), ce.remainder());
-    for (x, y) in cg.zip(ce) {
-        for k in 0..8 {
-            acc[k] += gain(x[k], y[k]);
+    for (bg, be) in cg.zip(ce) {
+        let mut acc = [0.0f32; 8];
+        for (x, y) in bg.chunks_exact(8).zip(be.chunks_exact(8)) {
+            for k in 0..8 {
+                acc[k] += gain(x[k], y[k]);
+            }
         }
+        total += f64::from(
+            ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])),
+        );
     }
-    let tail: f64 = rg.iter().zip(re).fold(0.0, |s, (&x, &y)| s + gain(x, y));
-    ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail
+    rg.iter()
+        .zip(re)
+        .fold(total, |s, (&x, &y)| s + f64::from(gain(x, y)))
 }
 
 /// Rows of the [`products`] register tile.
-const TILE_ROWS: usize = 4;
+const TILE_ROWS: usize = 6;
 /// Columns of the [`products`] register tile (two SSE vectors).
 const TILE_COLS: usize = 8;
 
