@@ -1,23 +1,31 @@
 //! Graph clustering of one group of spikes (`docs/KILOSORT4.md` §6.3-6.7), on the host.
 //!
-//! [`cluster_group`] runs, in order: the greedy k-means++ initialisation ([`init`], §6.4); the
-//! graph of every point's nearest landmarks ([`graph`], §6.3); the label iterations on it
-//! ([`iterate`], §6.5); the merge tree and its cut with the bimodality test ([`tree`],
+//! [`cluster_group`] runs, in order: the greedy k-means++ initialisation (`init.rs`, §6.4); the
+//! graph of every point's nearest landmarks (`graph.rs`, §6.3); the label iterations on it
+//! (`iterate.rs`, §6.5); the merge tree and its cut with the bimodality test (`tree.rs`,
 //! §6.6-6.7). Everything is single-threaded and deterministic (the caller runs groups in
-//! parallel); the random draws come from the crate's own counter-based generator ([`rng`]).
+//! parallel); the random draws come from the module's own counter-based generator (`rng.rs`).
 //!
 //! Where this departs from Kilosort 4.1.7 (each also documented where it happens):
 //! * random draws: our `SplitMix64` stream with exponential-key sampling instead of torch's
-//!   `multinomial` (which differs between devices anyway); no `2^24` subsampling of the weights;
+//!   `multinomial` (which differs between devices anyway);
 //! * the initialisation draws from and scores on a pool of at most 4096 evenly spaced points
-//!   (the other points follow the chosen centres exactly);
+//!   (all points when there are no more; the others follow the chosen centres exactly), so its
+//!   cost is bounded (Kilosort scores every point on the GPU);
 //! * the nearest-landmark search is exact in f64 with ties to the lower landmark (faiss
-//!   computes in f32);
-//! * the iteration scores are compared exactly as integers (Kilosort: f32);
+//!   computes in f32, where near-ties may reorder);
+//! * the iteration scores are compared exactly as integers (Kilosort: f32), and the rounds stop
+//!   at a fixed point (the same result as running them all);
 //! * the tree cut evaluates the cross-refractoriness test (dead code in 4.1.7, the intended
 //!   rule), and a one-sided bimodality histogram scores 0 instead of dividing by zero;
 //! * inputs too small for Kilosort's defaults are accepted: the number of steps and candidates
-//!   of the initialisation is capped at `n`, the neighbours at the number of landmarks.
+//!   of the initialisation is capped at `n`, the neighbours at the number of landmarks; features
+//!   beyond `+-1e15` are refused (their squares would overflow f32).
+//!
+//! Cost per group of `n` points, `d` features, `L` landmarks: about `min(n, 4096)^2 d / 2 +
+//! 200 n d` multiply-adds for the initialisation, `n L d` for the neighbours (blocked f32
+//! products, about 7 GMAC/s on one core), `O(n k)` per iteration round. Measured on one core
+//! (release, `d` = 90, Gaussian blobs): `n` = 2 000 about 90 ms, `n` = 20 000 about 0.75 s.
 
 mod graph;
 mod init;
@@ -113,7 +121,7 @@ impl GraphSettings {
 ///
 /// [`Error::Setting`] when a count of `settings` is 0 or a threshold is not finite;
 /// [`Error::Input`] when `x` does not hold `n * d` values, `d` is 0 while `n` is not, or a value
-/// is not finite (naming the point and feature).
+/// is not finite or beyond `+-1e15` (naming the point and feature).
 pub fn cluster_group(
     x: &[f32],
     n: usize,
@@ -146,7 +154,10 @@ pub fn cluster_group(
     Ok(it.labels.iter().map(|&c| final_label[c as usize]).collect())
 }
 
-/// Checks the shape of `x` and that every value is finite.
+/// Largest feature magnitude accepted: squared norms of rows stay finite in f32 (`d * 1e30`).
+const LARGEST: f32 = 1e15;
+
+/// Checks the shape of `x` and that every value is finite and at most [`LARGEST`] in magnitude.
 fn check_features(x: &[f32], n: usize, d: usize) -> Result<()> {
     let what = "clustering features";
     if n.checked_mul(d) != Some(x.len()) {
@@ -161,10 +172,15 @@ fn check_features(x: &[f32], n: usize, d: usize) -> Result<()> {
             reason: format!("{n} points without features"),
         });
     }
-    if let Some(at) = x.iter().position(|v| !v.is_finite()) {
+    if let Some(at) = x.iter().position(|v| !(v.abs() <= LARGEST)) {
         return Err(Error::Input {
             what,
-            reason: format!("point {} feature {} is {}", at / d, at % d, x[at]),
+            reason: format!(
+                "point {} feature {} is {} (features must be finite and within +-{LARGEST:e})",
+                at / d,
+                at % d,
+                x[at]
+            ),
         });
     }
     Ok(())

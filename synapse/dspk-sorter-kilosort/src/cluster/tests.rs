@@ -168,6 +168,11 @@ fn bad_inputs_are_errors() {
         cluster_group(&x, 50, 4, &s, &mut |_, _| false),
         Err(Error::Input { .. })
     ));
+    x[4 * 17 + 2] = -2e15;
+    assert!(matches!(
+        cluster_group(&x, 50, 4, &s, &mut |_, _| false),
+        Err(Error::Input { .. })
+    ));
     assert!(matches!(
         cluster_group(&x, 49, 4, &s, &mut |_, _| false),
         Err(Error::Input { .. })
