@@ -22,7 +22,7 @@
 //! The defaults (64 channels, 30 s, 16 units, seed 2026) give every unit 130 to 370 spikes:
 //! on lavapipe (software Vulkan, 2 busy cores, debug build) the sort took 404 s and found 15
 //! of 16 units at accuracy >= 0.8, mean accuracy 0.965; with 20 s it took 181 s and found 8
-//! (clustering merges units with too few spikes). On a GPU the device stages take seconds.
+//! (4 sorted units each merged two true ones). On a GPU the device stages take seconds.
 //!
 //! With PATH (any format `dspk::open` reads; `--features formats` for Zarr and NWB) the
 //! recording is sorted with its own probe or `--probe FILE` into a Phy folder, by default

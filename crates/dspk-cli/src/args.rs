@@ -442,12 +442,19 @@ stage on a terminal; at the end each stage's time and memory is printed.
                  [0.5, 0.5, 0.5]) or a plain path. Refused when unknown or out of range.
   --overwrite    replace the Phy folder if DIR already holds one (refused otherwise).
 
-DIR holds, when the sort is done, what Phy and SpikeInterface's read_phy open:
-  spike_times.npy, spike_clusters.npy, spike_templates.npy, amplitudes.npy, templates.npy,
-  channel_map.npy, channel_positions.npy, pc_features.npy, pc_feature_ind.npy,
-  similar_templates.npy, whitening_mat_inv.npy, params.py (where the raw data is),
-  cluster_KSLabel.tsv (good / mua), cluster_ContamPct.tsv, cluster_Amplitude.tsv,
-  plus the settings used, the per-stage report and summary.png.
+DIR holds, when the sort is done, the files Kilosort4 writes, which Phy (phy template-gui
+DIR/params.py) and SpikeInterface's read_phy open:
+  spike_times.npy, spike_clusters.npy, spike_templates.npy    each spike's sample and unit
+  amplitudes.npy, spike_positions.npy, pc_features.npy        each spike's size, place, features
+  templates.npy, similar_templates.npy, pc_feature_ind.npy    each unit's waveform
+  cluster_KSLabel.tsv (good / mua), cluster_group.tsv, cluster_ContamPct.tsv,
+  cluster_Amplitude.tsv                                        each unit's label and figures
+  channel_map.npy, channel_positions.npy, channel_shanks.npy  the probe
+  whitening_mat*.npy, templates_ind.npy, spike_detection_templates.npy, kept_spikes.npy
+  params.py              where the raw data is (dat_path): the recording's own file where Phy
+                         can read it (SpikeGLX .bin, a plain raw file), else none
+  dspk_settings.json     the settings used;  dspk_report.txt  each stage's time and memory
+  summary.png            drift, units on the probe, templates
 
 Settings (KEY = default):
 {settings}

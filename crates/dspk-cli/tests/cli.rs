@@ -279,3 +279,98 @@ fn convert_to_zarr_reads_back_as_the_source() {
         stdout(&info)
     );
 }
+
+/// The runtimes to sort on: those `DSPK_TEST_RUNTIMES` names (as the workspace's device tests
+/// read it), else the binary's own choice.
+fn test_runtimes() -> Vec<Option<String>> {
+    match std::env::var("DSPK_TEST_RUNTIMES") {
+        Ok(names) if !names.trim().is_empty() => names
+            .split(',')
+            .map(|n| Some(n.trim().to_string()))
+            .collect(),
+        _ => vec![None],
+    }
+}
+
+#[test]
+fn sort_writes_a_phy_folder_naming_the_raw_file() {
+    use dspk::synapse::groundtruth::{GroundTruthConfig, GroundTruthRecording};
+
+    let dir = scratch("sort");
+    // 16 channels x 4 s with 4 units: small enough for software Vulkan.
+    let recording = GroundTruthRecording::generate(&GroundTruthConfig {
+        channels: 16,
+        num_samples: 120_000,
+        units: 4,
+        seed: 7,
+        ..GroundTruthConfig::default()
+    })
+    .unwrap();
+    let data = dir.join("rec.dat");
+    dspk::io::write_raw(&recording, &data, dspk::io::RawWriteOptions::default()).unwrap();
+    let probe = dir.join("probe.json");
+    dspk::synapse::probe::write_probeinterface(&probe, &[recording.probe().clone()]).unwrap();
+
+    for runtime in test_runtimes() {
+        let out = dir.join(format!("sorted-{}", runtime.as_deref().unwrap_or("best")));
+        let args = [
+            "sort",
+            data.to_str().unwrap(),
+            "--probe",
+            probe.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--set",
+            "nblocks=0",
+        ];
+        let mut command = Command::new(env!("CARGO_BIN_EXE_dspk"));
+        command.args(args).env("NODEVICE_SELECT", "1");
+        if let Some(runtime) = &runtime {
+            command.env("DSPK_RUNTIME", runtime);
+        }
+        let output = command.output().unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{runtime:?}: {}",
+            stderr(&output)
+        );
+        let text = stdout(&output);
+        for expected in [
+            "format:    dspk-raw",
+            "16 channels into",
+            "stage      detection:",
+            "sorted:",
+        ] {
+            assert!(text.contains(expected), "`{expected}` missing:\n{text}");
+        }
+        for file in [
+            "spike_times.npy",
+            "spike_clusters.npy",
+            "templates.npy",
+            "dspk_report.txt",
+            "summary.png",
+        ] {
+            assert!(out.join(file).is_file(), "{file} missing");
+        }
+        let params = std::fs::read_to_string(out.join("params.py")).unwrap();
+        assert!(
+            params.contains(&format!("dat_path = r'{}'", data.display())),
+            "{params}"
+        );
+        assert!(params.contains("n_channels_dat = 16"), "{params}");
+        // The same folder again: refused before sorting.
+        let output = Command::new(env!("CARGO_BIN_EXE_dspk"))
+            .args(args)
+            .env("NODEVICE_SELECT", "1")
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(1));
+        assert!(
+            stderr(&output).contains("already holds a Phy folder"),
+            "{}",
+            stderr(&output)
+        );
+        assert!(!stdout(&output).contains("runtime:"), "{}", stdout(&output));
+    }
+}
