@@ -1,8 +1,9 @@
 use super::graph::{Graph, landmarks, nearest_landmarks};
 use super::init::{POOL, seed_clusters};
+use super::iterate::{Iterated, iterate};
 use super::linalg::{dot_seq, gain_sum};
 use super::rng::{CounterRng, weighted_sample};
-use super::tree::{BINS, bimodality_score, histogram, smooth};
+use super::tree::{BINS, Cut, Merge, bimodality_score, histogram, merge_tree, smooth};
 use super::{GraphSettings, cluster_group};
 use crate::Error;
 
@@ -353,6 +354,155 @@ fn graph_degrees() {
     assert_eq!(g.edges, 9);
     assert_eq!(g.linked, vec![0, 1, 2, 0, 1, 2, 3, 4, 5, 3, 4, 5]);
     assert_eq!(g.linked_start, vec![0, 3, 9, 12]);
+}
+
+/// The merge tree done literally as §6.6 states it: dense `r` with -1 on the diagonal and on
+/// folded rows and columns, first maximum over the whole matrix in row-major order.
+fn literal_tree(g: &Graph, it: &Iterated) -> Vec<(usize, usize, f64)> {
+    let nc = it.clusters;
+    let m = g.edges as f64;
+    let mut cc = vec![vec![0.0f64; nc]; nc];
+    let (mut kp, mut kl) = (vec![0.0f64; nc], vec![0.0f64; nc]);
+    for i in 0..it.labels.len() {
+        kp[it.labels[i] as usize] += f64::from(g.row_degree[i]);
+        for s in 0..g.k {
+            if g.in_m[i * g.k + s] {
+                cc[it.labels[i] as usize][it.landmarks[g.nbr[i * g.k + s] as usize] as usize] +=
+                    1.0;
+            }
+        }
+    }
+    for (j, &b) in it.landmarks.iter().enumerate() {
+        kl[b as usize] += f64::from(g.col_degree[j]);
+    }
+    let ex0: Vec<Vec<f64>> = (0..nc)
+        .map(|a| (0..nc).map(|b| 0.001 + kp[a] * kl[b] / m).collect())
+        .collect();
+    let mut ex = vec![vec![0.0f64; nc]; nc];
+    let mut c2 = vec![vec![0.0f64; nc]; nc];
+    for a in 0..nc {
+        for b in 0..nc {
+            c2[a][b] = cc[a][b] + cc[b][a];
+            ex[a][b] = ex0[a][b] + ex0[b][a];
+        }
+    }
+    let mut cc = c2;
+    let mut r: Vec<Vec<f64>> = (0..nc)
+        .map(|a| {
+            (0..nc)
+                .map(|b| if a == b { -1.0 } else { cc[a][b] / ex[a][b] })
+                .collect()
+        })
+        .collect();
+    let mut node: Vec<usize> = (0..nc).collect();
+    let mut out = Vec::new();
+    for step in 0..nc - 1 {
+        let (mut y, mut x) = (0, 0);
+        for a in 0..nc {
+            for b in 0..nc {
+                if r[a][b] > r[y][x] {
+                    (y, x) = (a, b);
+                }
+            }
+        }
+        out.push((node[x], node[y], r[y][x]));
+        for t in 0..nc {
+            cc[y][t] += cc[x][t];
+            ex[y][t] += ex[x][t];
+        }
+        for t in 0..nc {
+            cc[t][y] += cc[t][x];
+            ex[t][y] += ex[t][x];
+        }
+        for t in 0..nc {
+            cc[x][t] = -1.0;
+            cc[t][x] = -1.0;
+            r[x][t] = -1.0;
+            r[t][x] = -1.0;
+        }
+        for t in 0..nc {
+            r[y][t] = cc[y][t] / ex[y][t];
+            r[t][y] = cc[t][y] / ex[t][y];
+        }
+        r[y][y] = -1.0;
+        node[y] = nc + step;
+    }
+    out
+}
+
+#[test]
+fn merge_tree_follows_the_literal_procedure() {
+    for (n, d, k, rounds) in [(1500, 10, 4, 1), (1200, 30, 6, 2), (900, 5, 1, 0)] {
+        let (x, _) = blobs(n, d, k, 8.0, 400 + d as u64);
+        let init = seed_clusters(&x, n, d, 200, 100, 5, POOL);
+        let land = landmarks(n, 20, 25_000);
+        let nbr = nearest_landmarks(&x, d, &land, 10);
+        let g = Graph::new(nbr, n, 10, &land);
+        let it = iterate(&g, init.labels, 200, rounds);
+        assert!(it.clusters > 5, "n {n} d {d}: {} clusters", it.clusters);
+        let tree: Vec<(usize, usize, f64)> = merge_tree(&g, &it)
+            .iter()
+            .map(|m| (m.child0, m.child1, m.ratio))
+            .collect();
+        assert_eq!(tree, literal_tree(&g, &it), "n {n} d {d}");
+    }
+}
+
+#[test]
+fn tree_cut_by_hand() {
+    // Base clusters 0 and 1: the two halves (sign of feature 0) of one blob; 2 and 3: two far
+    // blobs. Tree: node 4 = {1, 0} (r 0.9), node 5 = {3, 2} (r 0.5), root 6 = {5, 4} (r 0.1).
+    let (n, d) = (1800, 12);
+    let (x, truth) = blobs(n, d, 3, 40.0, 500);
+    let labels: Vec<u32> = (0..n)
+        .map(|i| match truth[i] {
+            0 => u32::from(x[i * d] > blob_mean(&x, &truth, d, 0)),
+            t => t as u32 + 1,
+        })
+        .collect();
+    let it = Iterated {
+        labels: labels.clone(),
+        landmarks: Vec::new(),
+        clusters: 4,
+    };
+    let merge = |child0, child1, ratio| Merge {
+        child0,
+        child1,
+        ratio,
+    };
+    let merges = [merge(1, 0, 0.9), merge(3, 2, 0.5), merge(5, 4, 0.1)];
+    let s = GraphSettings::default();
+    let points = |c: u32| (0..n).filter(|&i| labels[i] == c).collect::<Vec<_>>();
+    // Root splits by its ratio (not asked); node 5 is asked, then splits by bimodality; node 4
+    // is asked, then merges by bimodality. Leaves 2, 3, 4 are numbered 0, 1, 2.
+    let mut asked = Vec::new();
+    let cut = Cut::new(&x, d, &it).cut(&merges, &s, &mut |a, b| {
+        asked.push((a.to_vec(), b.to_vec()));
+        false
+    });
+    assert_eq!(cut.expect("cut"), vec![2, 2, 0, 1]);
+    assert_eq!(asked, vec![(points(3), points(2)), (points(1), points(0))]);
+    // Node 5 cross-refractory: it merges, leaves 4 and 5.
+    let cut = Cut::new(&x, d, &it).cut(&merges, &s, &mut |a, _| a == points(3).as_slice());
+    assert_eq!(cut.expect("cut"), vec![0, 0, 1, 1]);
+    // A root above the split ratio that merges: one cluster, nothing below it asked.
+    let mut calls = 0;
+    let root_merges = [merge(1, 0, 0.9), merge(3, 2, 0.5), merge(5, 4, 0.3)];
+    let cut = Cut::new(&x, d, &it).cut(&root_merges, &s, &mut |_, _| {
+        calls += 1;
+        true
+    });
+    assert_eq!(cut.expect("cut"), vec![0, 0, 0, 0]);
+    assert_eq!(calls, 1);
+}
+
+/// Mean of feature 0 over the points of blob `t`.
+fn blob_mean(x: &[f32], truth: &[usize], d: usize, t: usize) -> f32 {
+    let v: Vec<f32> = (0..truth.len())
+        .filter(|&i| truth[i] == t)
+        .map(|i| x[i * d])
+        .collect();
+    v.iter().sum::<f32>() / v.len() as f32
 }
 
 /// The k-means++ variant written plainly: draws and sums over the evenly spaced pool, every
