@@ -172,7 +172,7 @@ fn check_features(x: &[f32], n: usize, d: usize) -> Result<()> {
             reason: format!("{n} points without features"),
         });
     }
-    if let Some(at) = x.iter().position(|v| !(v.abs() <= LARGEST)) {
+    if let Some(at) = x.iter().position(|v| !v.is_finite() || v.abs() > LARGEST) {
         return Err(Error::Input {
             what,
             reason: format!(
