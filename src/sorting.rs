@@ -1,4 +1,4 @@
-//! What the `sort` example needs around the sorter: one progress bar per stage, a recording
+//! What the `sort` example needs around the sorter: a progress bar per stage, a recording
 //! opened with its probe (its own or from a probe file), and the raw file a Phy folder can
 //! name. The `dspk` command (`crates/dspk-cli`, `recording.rs` and `progress.rs`) does the same
 //! for its `sort`; the two stay alike until these move into dspk-synapse.
@@ -6,6 +6,7 @@
 use std::error::Error;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use dspk::RecordingSource;
 use dspk::io::{ByteOrder, NpyArray, RawRecording, SampleOrder};
@@ -15,63 +16,105 @@ use dspk::synapse::spikeglx::SpikeGlxRecording;
 use dspk::synapse::{Contact, Probe};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-/// The bars of a sort's stages on stderr (hidden when it is not a terminal): a stage's bar is
-/// left drawn when the next stage starts, so each stage keeps a line and an ETA of its own.
+/// What the terminal shows now.
+enum Shown {
+    /// A pass over the recording: its bar.
+    Pass(&'static str, ProgressBar),
+    /// Between passes (a host stage runs, reported only when it ends): a spinner with the time.
+    Waiting(ProgressBar),
+}
+
+/// The bars of a sort's stages. A pass's bar counts its windows with an ETA of its own and is
+/// left drawn when the pass ends; a host stage (clustering, merges), which reports only when it
+/// ends, shows a spinner while it runs and then one line with its time. Nothing is drawn when
+/// stderr is not a terminal (logs stay clean).
 pub struct StageBars {
-    current: Option<(&'static str, ProgressBar)>,
-    style: ProgressStyle,
+    shown: Option<Shown>,
+}
+
+/// The bar of a pass.
+fn pass_style() -> ProgressStyle {
+    ProgressStyle::with_template("{msg:>24} [{bar:30}] {pos}/{len} windows, {elapsed} (eta {eta})")
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> ")
+}
+
+/// A spinner while a host stage runs.
+fn waiting() -> ProgressBar {
+    let spinner = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+    spinner.set_style(
+        ProgressStyle::with_template("{msg:>24} {spinner} {elapsed}")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
+    spinner.set_message("working");
+    spinner.enable_steady_tick(Duration::from_millis(200));
+    spinner
+}
+
+impl StageBars {
+    /// A spinner until the first report (the first stages run on the host).
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            shown: Some(Shown::Waiting(waiting())),
+        }
+    }
+
+    /// Shows that `done` of `total` windows of `stage` are done.
+    pub fn update(&mut self, stage: &'static str, done: usize, total: usize) {
+        let ended = done >= total;
+        match self.shown.take() {
+            Some(Shown::Pass(name, bar)) if name == stage => {
+                bar.set_length(total as u64);
+                bar.set_position(done as u64);
+                self.shown = Some(if ended {
+                    bar.abandon();
+                    Shown::Waiting(waiting())
+                } else {
+                    Shown::Pass(name, bar)
+                });
+                return;
+            }
+            Some(Shown::Pass(_, bar)) => bar.abandon(),
+            Some(Shown::Waiting(spinner)) if ended && total <= 1 => {
+                // A host stage that has just ended: the spinner ran for it.
+                spinner.set_style(
+                    ProgressStyle::with_template("{msg:>24} done in {elapsed}")
+                        .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+                );
+                spinner.set_message(stage);
+                spinner.abandon();
+                self.shown = Some(Shown::Waiting(waiting()));
+                return;
+            }
+            Some(Shown::Waiting(spinner)) => spinner.finish_and_clear(),
+            None => {}
+        }
+        let bar = ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr());
+        bar.set_style(pass_style());
+        bar.set_message(stage);
+        bar.set_position(done as u64);
+        self.shown = Some(if ended {
+            bar.abandon();
+            Shown::Waiting(waiting())
+        } else {
+            Shown::Pass(stage, bar)
+        });
+    }
+
+    /// Ends the display (call when the sort returns, before printing its report).
+    pub fn finish(mut self) {
+        match self.shown.take() {
+            Some(Shown::Pass(_, bar)) => bar.abandon(),
+            Some(Shown::Waiting(spinner)) => spinner.finish_and_clear(),
+            None => {}
+        }
+    }
 }
 
 impl Default for StageBars {
     fn default() -> Self {
         Self::new()
-    }
-}
-
-impl StageBars {
-    /// No bar yet.
-    ///
-    /// # Panics
-    ///
-    /// Never: the template is fixed.
-    #[must_use]
-    pub fn new() -> Self {
-        let style = ProgressStyle::with_template(
-            "{msg:>24} [{bar:30}] {pos}/{len} windows, {elapsed} (eta {eta})",
-        )
-        .expect("valid progress template")
-        .progress_chars("=> ");
-        Self {
-            current: None,
-            style,
-        }
-    }
-
-    /// Shows `done` of `total` windows of `stage`, starting a new bar when the stage changes.
-    pub fn update(&mut self, stage: &'static str, done: usize, total: usize) {
-        if self.current.as_ref().is_none_or(|(name, _)| *name != stage) {
-            self.finish_stage();
-            let bar =
-                ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr());
-            bar.set_style(self.style.clone());
-            bar.set_message(stage);
-            self.current = Some((stage, bar));
-        }
-        if let Some((_, bar)) = &self.current {
-            bar.set_length(total as u64);
-            bar.set_position(done as u64);
-        }
-    }
-
-    fn finish_stage(&mut self) {
-        if let Some((_, bar)) = self.current.take() {
-            bar.abandon();
-        }
-    }
-
-    /// Ends the last bar (call when the sort returns, before printing its report).
-    pub fn finish(mut self) {
-        self.finish_stage();
     }
 }
 

@@ -1,60 +1,101 @@
 //! One progress bar per stage of a sort, with its ETA, on stderr when it is a terminal.
 
+use std::time::Duration;
+
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-/// The bars of a sort's stages: a stage's bar is left drawn, complete, when the next stage
-/// starts, so the terminal keeps one line per stage; nothing is drawn when stderr is not a
-/// terminal (logs stay clean).
+/// What the terminal shows now.
+enum Shown {
+    /// A pass over the recording: its bar.
+    Pass(&'static str, ProgressBar),
+    /// Between passes (a host stage runs, reported only when it ends): a spinner with the time.
+    Waiting(ProgressBar),
+}
+
+/// The bars of a sort's stages. A pass's bar counts its windows with an ETA of its own and is
+/// left drawn when the pass ends; a host stage (clustering, merges), which reports only when it
+/// ends, shows a spinner while it runs and then one line with its time. Nothing is drawn when
+/// stderr is not a terminal (logs stay clean).
 pub(crate) struct StageBars {
-    current: Option<(&'static str, ProgressBar)>,
-    style: ProgressStyle,
+    shown: Option<Shown>,
+}
+
+/// The bar of a pass.
+fn pass_style() -> ProgressStyle {
+    ProgressStyle::with_template("{msg:>24} [{bar:30}] {pos}/{len} windows, {elapsed} (eta {eta})")
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> ")
+}
+
+/// A spinner while a host stage runs.
+fn waiting() -> ProgressBar {
+    let spinner = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+    spinner.set_style(
+        ProgressStyle::with_template("{msg:>24} {spinner} {elapsed}")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
+    spinner.set_message("working");
+    spinner.enable_steady_tick(Duration::from_millis(200));
+    spinner
 }
 
 impl StageBars {
-    /// No bar yet.
-    ///
-    /// # Panics
-    ///
-    /// Never: the template is fixed.
+    /// A spinner until the first report (the first stages run on the host).
     pub(crate) fn new() -> Self {
-        let style = ProgressStyle::with_template(
-            "{msg:>24} [{bar:30}] {pos}/{len} windows, {elapsed} (eta {eta})",
-        )
-        .expect("valid progress template")
-        .progress_chars("=> ");
         Self {
-            current: None,
-            style,
+            shown: Some(Shown::Waiting(waiting())),
         }
     }
 
-    /// Shows that `done` of `total` windows of `stage` are done, starting a new bar (and so a
-    /// new ETA) when the stage changes.
+    /// Shows that `done` of `total` windows of `stage` are done.
     pub(crate) fn update(&mut self, stage: &'static str, done: usize, total: usize) {
-        if self.current.as_ref().is_none_or(|(name, _)| *name != stage) {
-            self.finish_stage();
-            let bar =
-                ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr());
-            bar.set_style(self.style.clone());
-            bar.set_message(stage);
-            self.current = Some((stage, bar));
+        let ended = done >= total;
+        match self.shown.take() {
+            Some(Shown::Pass(name, bar)) if name == stage => {
+                bar.set_length(total as u64);
+                bar.set_position(done as u64);
+                self.shown = Some(if ended {
+                    bar.abandon();
+                    Shown::Waiting(waiting())
+                } else {
+                    Shown::Pass(name, bar)
+                });
+                return;
+            }
+            Some(Shown::Pass(_, bar)) => bar.abandon(),
+            Some(Shown::Waiting(spinner)) if ended && total <= 1 => {
+                // A host stage that has just ended: the spinner ran for it.
+                spinner.set_style(
+                    ProgressStyle::with_template("{msg:>24} done in {elapsed}")
+                        .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+                );
+                spinner.set_message(stage);
+                spinner.abandon();
+                self.shown = Some(Shown::Waiting(waiting()));
+                return;
+            }
+            Some(Shown::Waiting(spinner)) => spinner.finish_and_clear(),
+            None => {}
         }
-        if let Some((_, bar)) = &self.current {
-            bar.set_length(total as u64);
-            bar.set_position(done as u64);
-        }
-    }
-
-    /// Leaves the current stage's bar drawn as it stands.
-    fn finish_stage(&mut self) {
-        if let Some((_, bar)) = self.current.take() {
+        let bar = ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr());
+        bar.set_style(pass_style());
+        bar.set_message(stage);
+        bar.set_position(done as u64);
+        self.shown = Some(if ended {
             bar.abandon();
-        }
+            Shown::Waiting(waiting())
+        } else {
+            Shown::Pass(stage, bar)
+        });
     }
 
-    /// Ends the last bar (call when the sort returns, before printing its report).
+    /// Ends the display (call when the sort returns, before printing its report).
     pub(crate) fn finish(mut self) {
-        self.finish_stage();
+        match self.shown.take() {
+            Some(Shown::Pass(_, bar)) => bar.abandon(),
+            Some(Shown::Waiting(spinner)) => spinner.finish_and_clear(),
+            None => {}
+        }
     }
 }
 
@@ -63,16 +104,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_new_stage_starts_a_new_bar() {
+    fn passes_get_bars_and_host_stages_spinners() {
         let mut bars = StageBars::new();
+        assert!(matches!(bars.shown, Some(Shown::Waiting(_))));
         bars.update("preprocessing", 1, 4);
-        let first = bars.current.as_ref().unwrap().1.clone();
+        let Some(Shown::Pass("preprocessing", first)) = &bars.shown else {
+            panic!("a pass shows a bar")
+        };
+        let first = first.clone();
         bars.update("preprocessing", 3, 4);
         assert_eq!(first.position(), 3);
-        bars.update("detection", 0, 9);
-        let (stage, bar) = bars.current.as_ref().unwrap();
-        assert_eq!((*stage, bar.length()), ("detection", Some(9)));
+        // The pass ends: its bar stays, a spinner runs for what follows.
+        bars.update("preprocessing", 4, 4);
         assert!(first.is_finished());
+        assert!(matches!(bars.shown, Some(Shown::Waiting(_))));
+        // A host stage reports its end: a new spinner for the next one.
+        bars.update("clustering", 1, 1);
+        assert!(matches!(bars.shown, Some(Shown::Waiting(_))));
+        bars.update("detection", 0, 9);
+        let Some(Shown::Pass(stage, bar)) = &bars.shown else {
+            panic!("a pass shows a bar")
+        };
+        assert_eq!((*stage, bar.length()), ("detection", Some(9)));
         bars.finish();
     }
 }
