@@ -86,7 +86,16 @@ fn refuse_to_replace(args: &ConvertArgs, format: &str) -> Result<(), Box<dyn Err
 /// Writes a Zarr v3 store in SpikeInterface's layout; the text saying what was written.
 #[cfg(feature = "formats")]
 fn write_zarr(source: &dyn dspk::RecordingSource, out: &Path) -> Result<String, Box<dyn Error>> {
-    if out.is_dir() {
+    if out.exists() {
+        // Only a Zarr store is replaced: a folder that is not one is left alone.
+        let store = out.join("zarr.json").is_file() || out.join(".zgroup").is_file();
+        if !store {
+            return Err(format!(
+                "{}: --overwrite replaces a Zarr store, and this is not one; give another OUT",
+                out.display()
+            )
+            .into());
+        }
         std::fs::remove_dir_all(out)?;
     }
     dspk::io::write_zarr(source, out, dspk::io::ZarrWriteOptions::default())?;

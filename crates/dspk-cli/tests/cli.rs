@@ -278,6 +278,28 @@ fn convert_to_zarr_reads_back_as_the_source() {
         "{}",
         stdout(&info)
     );
+    // --overwrite replaces a store, never another folder.
+    let mut again = args.to_vec();
+    again.push("--overwrite");
+    assert_eq!(dspk(&again).status.code(), Some(0));
+    let folder = dir.join("notes");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(folder.join("keep.txt"), "mine").unwrap();
+    let output = dspk(&[
+        "convert",
+        source.to_str().unwrap(),
+        "--to",
+        "zarr",
+        folder.to_str().unwrap(),
+        "--overwrite",
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("is not one"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(folder.join("keep.txt").is_file());
 }
 
 /// The runtimes to sort on: those `DSPK_TEST_RUNTIMES` names (as the workspace's device tests
