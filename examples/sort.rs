@@ -249,6 +249,8 @@ fn sort_path(args: &Args, path: &Path, settings: KilosortSettings) -> Result<(),
         )
         .into());
     }
+    std::fs::create_dir_all(&out)
+        .map_err(|e| format!("{}: cannot create the Phy folder: {e}", out.display()))?;
     println!(
         "recording: {} ({}, {} channels x {:.1} s at {}), probe from {from}, {} channels sorted",
         path.display(),

@@ -42,6 +42,9 @@ pub(crate) fn sort(args: &SortArgs, settings: KilosortSettings) -> Result<(), Bo
         .clone()
         .unwrap_or_else(|| default_out_dir(&args.recording));
     refuse_existing_sort(&out, args.overwrite)?;
+    // Made now, so that a folder that cannot be written fails before the sort, not after.
+    std::fs::create_dir_all(&out)
+        .map_err(|e| format!("{}: cannot create the Phy folder: {e}", out.display()))?;
     let dat = phy_dat_file(&args.recording, &opened.format);
 
     print!(

@@ -396,3 +396,21 @@ fn sort_writes_a_phy_folder_naming_the_raw_file() {
         assert!(!stdout(&output).contains("runtime:"), "{}", stdout(&output));
     }
 }
+
+#[cfg(target_os = "linux")]
+#[test]
+fn sort_refuses_a_phy_folder_it_cannot_create_before_sorting() {
+    let output = dspk(&[
+        "sort",
+        fixture(SI_BINARY).to_str().unwrap(),
+        "--out",
+        "/proc/dspk-sort",
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("/proc/dspk-sort: cannot create the Phy folder"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!stdout(&output).contains("runtime:"), "{}", stdout(&output));
+}
