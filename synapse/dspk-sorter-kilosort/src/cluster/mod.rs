@@ -24,8 +24,10 @@
 //!
 //! Cost per group of `n` points, `d` features, `L` landmarks: about `min(n, 4096)^2 d / 2 +
 //! 200 n d` multiply-adds for the initialisation, `n L d` for the neighbours (blocked f32
-//! products, about 7 GMAC/s on one core), `O(n k)` per iteration round. Measured on one core
-//! (release, `d` = 90, Gaussian blobs): `n` = 2 000 about 90 ms, `n` = 20 000 about 0.75 s.
+//! products, about 7 GMAC/s on one core with SSE2), `O(n k)` per iteration round. Measured
+//! (ignored test `timing`, release, `d` = 90, Gaussian blobs, CPU time of one thread on a shared
+//! 2-core Xeon under load, so upper bounds): `n` = 2 000 in 88-138 ms, `n` = 20 000 in
+//! 0.73-1.2 s.
 
 mod graph;
 mod init;
