@@ -300,6 +300,12 @@ fn one_probe(probes: Vec<Probe>, path: &Path) -> Result<Probe, Box<dyn Error>> {
         .map_err(|e| format!("{}: the probes together: {e}", path.display()).into())
 }
 
+/// `path` made absolute (against the current folder; symbolic links kept): phylib reads a
+/// relative `dat_path` against the Phy folder, not where the sort ran.
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
 /// The raw file Phy's `params.py` can name for a recording, and its values per sample: a
 /// SpikeGLX `.bin` (channels, then the sync word), or a dspk raw file or SpikeInterface binary
 /// folder stored interleaved, little-endian, without a header. `None` otherwise.
@@ -309,7 +315,7 @@ pub fn phy_dat_file(path: &Path, format: &str) -> Option<(PathBuf, usize)> {
         "spikeglx" => {
             let glx = SpikeGlxRecording::open(path).ok()?;
             let columns = glx.info().num_channels() + glx.num_digital();
-            return Some((glx.data_path().to_path_buf(), columns));
+            return Some((absolute(glx.data_path()), columns));
         }
         "phy" => {
             let folder = phy_folder(path);
@@ -325,7 +331,7 @@ pub fn phy_dat_file(path: &Path, format: &str) -> Option<(PathBuf, usize)> {
     let plain = raw.order() == SampleOrder::Interleaved
         && raw.byte_order() == ByteOrder::Little
         && raw.header_bytes() == 0;
-    plain.then(|| (raw.data_path().to_path_buf(), raw.info().num_channels()))
+    plain.then(|| (absolute(raw.data_path()), raw.info().num_channels()))
 }
 
 #[cfg(test)]

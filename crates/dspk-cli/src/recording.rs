@@ -257,6 +257,12 @@ pub(crate) struct PhyDat {
     pub columns: usize,
 }
 
+/// `path` made absolute (against the current folder; symbolic links kept): phylib reads a
+/// relative `dat_path` against the Phy folder, not where the sort ran.
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
 /// The raw file behind a recording that Phy can show traces from: a SpikeGLX `.bin` (its sync
 /// word is the last column, after the recording's channels), or a dspk raw file or
 /// SpikeInterface binary folder stored interleaved, little-endian and without a header. `None`
@@ -266,7 +272,7 @@ pub(crate) fn phy_dat_file(path: &Path, format: &str) -> Option<PhyDat> {
     if format == "spikeglx" {
         let glx = SpikeGlxRecording::open(path).ok()?;
         return Some(PhyDat {
-            path: glx.data_path().to_path_buf(),
+            path: absolute(glx.data_path()),
             columns: glx.info().num_channels() + glx.num_digital(),
         });
     }
@@ -284,7 +290,7 @@ pub(crate) fn phy_dat_file(path: &Path, format: &str) -> Option<PhyDat> {
         && raw.byte_order() == ByteOrder::Little
         && raw.header_bytes() == 0;
     plain.then(|| PhyDat {
-        path: raw.data_path().to_path_buf(),
+        path: absolute(raw.data_path()),
         columns: raw.info().num_channels(),
     })
 }
@@ -408,5 +414,11 @@ mod tests {
         );
         let oe = fixture("openephys/2024-05-01_12-00-00");
         assert_eq!(phy_dat_file(&oe, "openephys-binary"), None);
+        // A relative recording path (tests run in the package's folder) is named absolute:
+        // phylib would read it against the Phy folder.
+        let relative = Path::new("../../tests/fixtures/si_binary/si_binary_folder");
+        let dat = phy_dat_file(relative, "spikeinterface-binary").unwrap();
+        assert!(dat.path.is_absolute(), "{}", dat.path.display());
+        assert!(dat.path.is_file());
     }
 }
