@@ -63,6 +63,13 @@ pub(crate) fn sort(args: &SortArgs, settings: KilosortSettings) -> Result<(), Bo
         channels.len(),
         out.display()
     );
+    if !args.sets.is_empty() {
+        let sets: Vec<String> = args.sets.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        println!(
+            "settings:  {} (the others Kilosort4's defaults)",
+            sets.join(", ")
+        );
+    }
 
     let mut bars = StageBars::new();
     let started = Instant::now();
@@ -110,7 +117,7 @@ pub(crate) fn sort(args: &SortArgs, settings: KilosortSettings) -> Result<(), Bo
         ),
         None => println!(
             "           no raw file for Phy to show traces from ({} keeps none in Phy's layout; \
-             `dspk convert REC --to raw FILE` writes one)",
+             sort the file `dspk convert REC --to raw FILE` writes to have one)",
             opened.format
         ),
     }

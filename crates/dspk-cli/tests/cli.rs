@@ -361,6 +361,7 @@ fn sort_writes_a_phy_folder_naming_the_raw_file() {
         for expected in [
             "format:    dspk-raw",
             "16 channels into",
+            "settings:  nblocks=0 (the others Kilosort4's defaults)",
             "stage      detection:",
             "sorted:",
         ] {
