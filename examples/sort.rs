@@ -215,13 +215,22 @@ fn sort_ground_truth(args: &Args, settings: KilosortSettings) -> Result<(), Box<
             dir.join("params.py").display()
         );
     }
-    if well < args.min_units as usize || mean.accuracy < args.min_accuracy {
-        return Err(format!(
-            "below the bounds asked for: {well} units at accuracy >= {WELL_DETECTED} (at least \
-             {} asked), mean accuracy {:.3} (at least {} asked)",
-            args.min_units, mean.accuracy, args.min_accuracy
-        )
-        .into());
+    let mut short = Vec::new();
+    if well < args.min_units as usize {
+        short.push(format!(
+            "{well} units at accuracy >= {WELL_DETECTED}, --min-units {}",
+            args.min_units
+        ));
+    }
+    // A NaN mean (no true units) is below any bound asked for.
+    if args.min_accuracy > 0.0 && (mean.accuracy.is_nan() || mean.accuracy < args.min_accuracy) {
+        short.push(format!(
+            "mean accuracy {:.3}, --min-accuracy {}",
+            mean.accuracy, args.min_accuracy
+        ));
+    }
+    if !short.is_empty() {
+        return Err(format!("below the bounds asked for: {}", short.join("; ")).into());
     }
     Ok(())
 }
