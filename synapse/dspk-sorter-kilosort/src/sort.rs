@@ -390,11 +390,7 @@ impl SortOutput {
                 sorting: &self.sorting,
                 channel_positions: self.probe.positions(),
                 drift,
-                title: format!(
-                    "dspk Kilosort4: {} units, {} spikes",
-                    self.sorting.num_units(),
-                    self.sorting.num_spikes()
-                ),
+                title: "dspk Kilosort4".to_string(),
             },
         )
     }

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Upstream Kilosort4 4.1.7 and dspk's sort on the same ground-truth recordings, on the same
+# machine in the same run, both scored by the ground-truth bench tools' score.py (SpikeInterface's
+# comparison) from their Phy folders. The figures of docs/ACCURACY.md and docs/PERFORMANCE.md
+# come from this script's output.
+#
+#   benches/kilosort/sort_vs_ks4.sh BENCH_TOOLS SORT_BINARY WORK_DIR [RUNTIME...]
+#
+# BENCH_TOOLS: the folder with gen_ground_truth.py, run_ks4.py, score.py and the wheels they
+# need (wheels-cp312/); SORT_BINARY: a release build of `examples/sort.rs` with the runtimes to
+# measure compiled in; WORK_DIR: where recordings and outputs go; RUNTIME: the DSPK_RUNTIME
+# values to run ours on (default: cuda). Cases: 64 channels, 120 s, 16 units, static, seed 42;
+# 384 channels, 120 s, 96 units, zigzag drift, seed 7.
+set -euo pipefail
+BENCH=$(realpath "$1")
+SORT=$(realpath "$2")
+WORK=$3
+shift 3
+RUNTIMES=("${@:-cuda}")
+mkdir -p "$WORK"
+WORK=$(realpath "$WORK")
+
+SITE=$(mktemp -d)
+python3 -m pip install -q --no-index --no-deps --target "$SITE" "$BENCH"/wheels-cp312/*.whl
+export PYTHONPATH="$SITE"
+
+# gen_ground_truth.py arguments of each case.
+declare -A CASES=(
+  [gt64]="--channels 64 --units 16 --duration 120 --seed 42 --drift none"
+  [gt384]="--channels 384 --units 96 --duration 120 --seed 7 --drift zigzag"
+)
+
+for case in gt64 gt384; do
+  dir="$WORK/$case"
+  if [ ! -f "$dir/recording.bin" ]; then
+    # shellcheck disable=SC2086
+    python3 "$BENCH/gen_ground_truth.py" --out "$dir" ${CASES[$case]} > "$dir.gen.log" 2>&1
+  fi
+  # dspk's raw sidecar for recording.bin, from the bench's recording.json.
+  python3 - "$dir" <<'EOF'
+import json, sys, pathlib
+d = pathlib.Path(sys.argv[1])
+m = json.loads((d / "recording.json").read_text())
+side = {
+    "format": "dspk-raw", "version": 1, "data_file": "recording.bin", "dtype": "<i2",
+    "order": "interleaved", "header_bytes": 0, "sample_rate": str(m["sample_rate_hz"]),
+    "channels": [{"name": str(c), "gain": m["gain_uv_per_count"], "offset": m["offset_uv"],
+                  "unit": "uV"} for c in range(m["n_channels"])],
+}
+(d / "recording.bin.json").write_text(json.dumps(side))
+EOF
+
+  echo "=== $case: upstream Kilosort4"
+  python3 "$BENCH/run_ks4.py" --gt "$dir" --out "$dir/ks4_out" --device cuda 2>&1 \
+    | grep -E "WALL|SUMMARY|runtime|KS4" || true
+
+  for runtime in "${RUNTIMES[@]}"; do
+    out="$dir/dspk_$runtime"
+    rm -rf "$out"
+    echo "=== $case: dspk on $runtime"
+    start=$(date +%s.%N)
+    DSPK_RUNTIME=$runtime "$SORT" "$dir/recording.bin" --probe "$dir/chanMap.json" --out "$out" \
+      2>&1 | grep -v "^\s*$" | tail -25
+    end=$(date +%s.%N)
+    echo "DSPK_WALL $case $runtime $(python3 -c "print(f'{$end - $start:.2f}')") s"
+    python3 "$BENCH/score.py" "$out" --gt "$dir" --name "dspk-$runtime-$case" 2>&1 | tail -3
+  done
+done
