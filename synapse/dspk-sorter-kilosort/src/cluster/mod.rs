@@ -18,9 +18,6 @@
 //!   at a fixed point (the same result as running them all);
 //! * the tree cut evaluates the cross-refractoriness test (dead code in 4.1.7, the intended
 //!   rule), and a one-sided bimodality histogram scores 0 instead of dividing by zero;
-//! * a group keeps at least [`GraphSettings::min_landmarks`] landmarks where it has the points
-//!   (a smaller landmark stride than `cluster_downsampling` for groups under 10 000 points):
-//!   Kilosort's stride leaves a small group too few landmarks to separate its units;
 //! * inputs too small for Kilosort's defaults are accepted: the number of steps and candidates
 //!   of the initialisation is capped at `n`, the neighbours at the number of landmarks; features
 //!   beyond `+-1e15` are refused (their squares would overflow f32).
@@ -51,11 +48,6 @@ pub struct GraphSettings {
     pub neighbors: usize,
     /// `cluster_downsampling`: every `downsampling`-th point is a landmark (20).
     pub downsampling: usize,
-    /// Ours: at least this many landmarks where the group has the points (500): a group of `n`
-    /// points uses a stride of `min(downsampling, max(1, n / min_landmarks))`, so a small group
-    /// keeps a graph that can separate its units (with Kilosort's stride of 20, a group of 300
-    /// spikes has 15 landmarks and every spike links to 10 of them: one cluster).
-    pub min_landmarks: usize,
     /// `max_cluster_subset`: at most this many landmarks (25 000).
     pub max_landmarks: usize,
     /// `cluster_init_seed`: seed of the initialisation's draws (5).
@@ -77,7 +69,6 @@ impl Default for GraphSettings {
         Self {
             neighbors: 10,
             downsampling: 20,
-            min_landmarks: 500,
             max_landmarks: 25_000,
             seed: 5,
             initial_clusters: 200,
@@ -95,7 +86,6 @@ impl GraphSettings {
         for (name, value) in [
             ("cluster_neighbors", self.neighbors),
             ("cluster_downsampling", self.downsampling),
-            ("min_landmarks", self.min_landmarks),
             ("max_cluster_subset", self.max_landmarks),
             ("initial_clusters", self.initial_clusters),
             ("candidates", self.candidates),
@@ -150,10 +140,7 @@ pub fn cluster_group(
     let candidates = settings.candidates.min(n);
     let init = init::seed_clusters(x, n, d, steps, candidates, settings.seed, init::POOL);
 
-    let stride = settings
-        .downsampling
-        .min((n / settings.min_landmarks).max(1));
-    let landmarks = graph::landmarks(n, stride, settings.max_landmarks);
+    let landmarks = graph::landmarks(n, settings.downsampling, settings.max_landmarks);
     let k = settings.neighbors.min(landmarks.len());
     let nbr = graph::nearest_landmarks(x, d, &landmarks, k);
     let graph = graph::Graph::new(nbr, n, k, &landmarks);
