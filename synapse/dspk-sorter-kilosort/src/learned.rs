@@ -31,9 +31,9 @@ pub fn align_templates(
     let per = channels * p;
     if nt == 0
         || wpca.len() != p * nt
-        || wtemp.len() % nt != 0
+        || !wtemp.len().is_multiple_of(nt)
         || per == 0
-        || units.len() % per != 0
+        || !units.len().is_multiple_of(per)
     {
         return Err(Error::Input {
             what: "template alignment",

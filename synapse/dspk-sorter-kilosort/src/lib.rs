@@ -7,38 +7,47 @@
 //! passes when it fits); kernels run on whichever runtime the client belongs to, and only
 //! results come back to the host.
 //!
-//! The front half ([`front::run_front`]) is here: preprocessing fit ([`preprocess`]: offsets,
-//! lower-median common reference, zero-phase high-pass, local whitening), universal templates
-//! ([`universal`]: learned from the data or read from an `.npz`), template centres
-//! ([`centres`]), detection with universal templates ([`detect`]) and drift estimation and
-//! correction ([`drift`]), with a per-stage report ([`report`]). Clustering, matching, merges and
-//! the Phy output follow.
+//! A whole sort is one call, [`Kilosort4::run`] (module [`sort`]), which returns a
+//! [`SortOutput`] with the units ([`sorting::Sorting`]) and a report per stage; its
+//! [`SortOutput::write_phy`] writes the Phy folder ([`phy`]) and a summary picture
+//! ([`summary`]). The stages, each public for those who re-run part of a sort:
+//! - the front half ([`front`]): preprocessing fit ([`preprocess`]: offsets, lower-median
+//!   common reference, zero-phase high-pass, local whitening), universal templates
+//!   ([`universal`]), template centres ([`centres`]), detection with universal templates
+//!   ([`detect`]), drift estimation and correction ([`drift`]);
+//! - the first clustering ([`groups`] by probe section, [`cluster`] the graph clustering of one
+//!   group), the learned templates ([`learned`], [`merge`]'s near-duplicate merge);
+//! - learned-template matching on the device ([`matching`]);
+//! - the final clustering, the global merges ([`merge`], [`ccg`]) and the export
+//!   post-processing ([`postprocess`]); per-stage reports ([`report`]).
 //!
 //! ```no_run
 //! # fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! use std::sync::Arc;
 //! use dspk_core::{ComputeTarget, RecordingSource};
-//! use dspk_sorter_kilosort::front::{RunOptions, run_front};
-//! use dspk_sorter_kilosort::{KilosortSettings, SortProbe};
+//! use dspk_sorter_kilosort::{Kilosort4, KilosortSettings, SortProbe};
 //! use dspk_synapse::groundtruth::{GroundTruthConfig, GroundTruthRecording};
 //!
 //! let recording = GroundTruthRecording::generate(&GroundTruthConfig::default())?;
 //! let probe = SortProbe::from_probe(recording.probe(), recording.info().num_channels(), &[])?;
 //! let client = ComputeTarget::from_env()?.client()?;
-//! let settings = KilosortSettings::default();
-//! let front = run_front(&client, Arc::new(recording), &probe, &settings, &RunOptions::default(), &mut |_| {})?;
-//! for stage in &front.stages {
+//! let output = Kilosort4::new(KilosortSettings::default())
+//!     .run(&client, Arc::new(recording), &probe, &mut |_| {})?;
+//! for stage in &output.stages {
 //!     println!("{stage}");
 //! }
-//! println!("{} spikes", front.spikes.len());
+//! println!("{} units, {} spikes", output.sorting.num_units(), output.sorting.num_spikes());
 //! # Ok(()) }
 //! ```
 //!
-//! Where this crate departs from Kilosort 4.1.7 on purpose (each documented where it happens):
-//! the high-pass runs with halos instead of Kilosort's circular convolution of each batch
-//! ([`preprocess`]); channel offsets are one value per channel ([`preprocess`]); spikes near
-//! window edges see their real neighbours ([`front`]); universal templates are learned once
-//! ([`front`]); batches without spikes get no drift shift ([`drift`]).
+//! Where this crate departs from Kilosort 4.1.7 on purpose (each documented where it happens,
+//! and in `docs/decisions/0004` and `0005`): the high-pass runs with halos instead of
+//! Kilosort's circular convolution of each batch ([`preprocess`]); channel offsets are one value
+//! per channel ([`preprocess`]); spikes near window edges see their real neighbours
+//! ([`front`]); universal templates are learned once ([`front`]); batches without spikes get no
+//! drift shift ([`drift`]); small clustering groups are clustered and the tree's
+//! cross-refractory test is evaluated ([`groups`], [`cluster`]); templates are aligned one by
+//! one ([`learned`]); matching's subtractions never race ([`matching`]).
 //!
 //! # Feature flags
 //!

@@ -185,3 +185,29 @@ impl Sorting {
         trains
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_matched_spike_with_ten_channels_of_six_components_takes_260_bytes() {
+        assert_eq!(MatchedSpikes::new(10, 6).bytes_per_spike(), 260);
+    }
+
+    #[test]
+    fn trains_gather_each_units_spikes_in_order() {
+        let sorting = Sorting {
+            spike_times: vec![1, 5, 9, 12],
+            spike_clusters: vec![1, 0, 1, 1],
+            labels: vec![UnitLabel::Good, UnitLabel::Mua],
+            ..Sorting::default()
+        };
+        assert_eq!(sorting.trains(), vec![vec![5], vec![1, 9, 12]]);
+        let channels = LearnedChannels {
+            channels: vec![0, 1, 2, 3, 4, 5],
+            nc: 3,
+        };
+        assert_eq!((channels.len(), channels.of(1)), (2, &[3u32, 4, 5][..]));
+    }
+}
