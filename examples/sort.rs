@@ -45,7 +45,8 @@ use dspk::synapse::groundtruth::{
 };
 use dspk::synapse::phy::PhyParams;
 use dspk::{RecordingSource, SampleRate};
-use dspk_examples::sorting::{StageBars, open_recording, phy_dat_file, sort_probe};
+use dspk_cli::progress::StageBars;
+use dspk_cli::recording::{open, phy_dat_file, sort_probe};
 use dspk_examples::synthetic::generate_in_memory;
 use dspk_examples::{MemoryLimit, checked_product, finish};
 
@@ -237,7 +238,7 @@ fn sort_ground_truth(args: &Args, settings: KilosortSettings) -> Result<(), Box<
 
 /// A recording at `path`: sorted with its probe into a Phy folder.
 fn sort_path(args: &Args, path: &Path, settings: KilosortSettings) -> Result<(), Box<dyn Error>> {
-    let opened = open_recording(path)?;
+    let opened = open(path)?;
     let info = opened.source.info().clone();
     dspk_examples::require_samples(&info)?;
     let (probe, from) = sort_probe(path, &opened.format, args.probe.as_deref())?;
@@ -277,9 +278,9 @@ fn sort_path(args: &Args, path: &Path, settings: KilosortSettings) -> Result<(),
     );
     params.dat_path = Vec::new();
     params.dtype = Dtype::from_format(info.stored_format);
-    if let Some((file, columns)) = phy_dat_file(path, &opened.format) {
-        params.dat_path = vec![file];
-        params.n_channels_dat = columns;
+    if let Some(dat) = phy_dat_file(path, &opened.format) {
+        params.dat_path = vec![dat.path];
+        params.n_channels_dat = dat.columns;
     }
     output.write_phy(&out, params, false)?;
     println!(

@@ -8,7 +8,7 @@ use std::time::Instant;
 use dspk::io::{RawWriteOptions, sidecar_path, write_raw};
 
 use crate::args::{ConvertArgs, OutputFormat};
-use crate::recording::{data_file, open};
+use dspk_cli::recording::{data_file, open};
 
 /// Converts `args.recording` into `args.out`; prints what was written.
 ///

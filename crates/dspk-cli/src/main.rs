@@ -21,9 +21,9 @@
 mod args;
 mod convert;
 mod describe;
-mod progress;
-mod recording;
 mod sort;
+
+use dspk_cli::recording;
 
 use std::error::Error;
 use std::process::ExitCode;

@@ -16,7 +16,7 @@ enum Shown {
 /// left drawn when the pass ends; a host stage (clustering, merges), which reports only when it
 /// ends, shows a spinner while it runs and then one line with its time. Nothing is drawn when
 /// stderr is not a terminal (logs stay clean).
-pub(crate) struct StageBars {
+pub struct StageBars {
     shown: Option<Shown>,
 }
 
@@ -39,16 +39,22 @@ fn waiting() -> ProgressBar {
     spinner
 }
 
+impl Default for StageBars {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl StageBars {
     /// A spinner until the first report (the first stages run on the host).
-    pub(crate) fn new() -> Self {
+    pub fn new() -> Self {
         Self {
             shown: Some(Shown::Waiting(waiting())),
         }
     }
 
     /// Shows that `done` of `total` windows of `stage` are done.
-    pub(crate) fn update(&mut self, stage: &'static str, done: usize, total: usize) {
+    pub fn update(&mut self, stage: &'static str, done: usize, total: usize) {
         let ended = done >= total;
         match self.shown.take() {
             Some(Shown::Pass(name, bar)) if name == stage => {
@@ -90,7 +96,7 @@ impl StageBars {
     }
 
     /// Ends the display (call when the sort returns, before printing its report).
-    pub(crate) fn finish(mut self) {
+    pub fn finish(mut self) {
         match self.shown.take() {
             Some(Shown::Pass(_, bar)) => bar.abandon(),
             Some(Shown::Waiting(spinner)) => spinner.finish_and_clear(),

@@ -13,7 +13,7 @@ use dspk::synapse::spikeglx::SpikeGlxRecording;
 use dspk::synapse::{Contact, Probe};
 
 /// A recording opened through the registry of every format compiled in.
-pub(crate) struct Opened {
+pub struct Opened {
     /// The format's name (`spikeglx`, `dspk-raw`, ...).
     pub format: String,
     /// The recording.
@@ -26,7 +26,7 @@ pub(crate) struct Opened {
 ///
 /// The registry's: the path does not exist or cannot be read (naming it), no format
 /// recognises it (listing the formats), or the reader's own error.
-pub(crate) fn open(path: &Path) -> Result<Opened, dspk::io::Error> {
+pub fn open(path: &Path) -> Result<Opened, dspk::io::Error> {
     let registry = dspk::synapse::registry();
     let format = registry
         .detect(path)
@@ -47,7 +47,7 @@ pub(crate) fn open(path: &Path) -> Result<Opened, dspk::io::Error> {
 /// # Errors
 ///
 /// What the reader reports when the metadata holding the probe cannot be read.
-pub(crate) fn recording_probe(path: &Path, format: &str) -> Result<Option<Probe>, Box<dyn Error>> {
+pub fn recording_probe(path: &Path, format: &str) -> Result<Option<Probe>, Box<dyn Error>> {
     Ok(match format {
         "spikeglx" => SpikeGlxRecording::open(path)?.probe().cloned(),
         "mtscomp" => dspk::synapse::mtscomp::MtscompRecording::open(path)?
@@ -139,7 +139,7 @@ fn phy_probe(folder: &Path) -> Result<Option<Probe>, Box<dyn Error>> {
 /// # Errors
 ///
 /// An unknown extension, or what the reader reports (naming the file).
-pub(crate) fn read_probe_file(path: &Path) -> Result<Probe, Box<dyn Error>> {
+pub fn read_probe_file(path: &Path) -> Result<Probe, Box<dyn Error>> {
     let extension = path
         .extension()
         .and_then(|e| e.to_str())
@@ -202,7 +202,7 @@ fn one_probe(probes: Vec<Probe>, path: &Path) -> Result<Probe, Box<dyn Error>> {
 ///
 /// The probe file cannot be read, or there is neither a file nor a probe in the recording
 /// (saying to give `--probe`).
-pub(crate) fn sort_probe(
+pub fn sort_probe(
     recording: &Path,
     format: &str,
     file: Option<&Path>,
@@ -223,7 +223,7 @@ pub(crate) fn sort_probe(
 
 /// The file a recording's samples are read from, where it is one file: a SpikeGLX `.bin`, a
 /// dspk raw file, a SpikeInterface binary folder's traces.
-pub(crate) fn data_file(path: &Path, format: &str) -> Option<PathBuf> {
+pub fn data_file(path: &Path, format: &str) -> Option<PathBuf> {
     match format {
         "spikeglx" => Some(
             SpikeGlxRecording::open(path)
@@ -250,7 +250,7 @@ fn raw_recording(path: &Path, format: &str) -> Option<RawRecording> {
 /// A raw file Phy's `params.py` names as `dat_path`: interleaved little-endian samples, no
 /// header, `columns` values per sample (the recording's channels first, in order).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct PhyDat {
+pub struct PhyDat {
     /// The file.
     pub path: PathBuf,
     /// Values per sample in the file (`n_channels_dat`).
@@ -268,7 +268,7 @@ fn absolute(path: &Path) -> PathBuf {
 /// SpikeInterface binary folder stored interleaved, little-endian and without a header. `None`
 /// for other layouts and for compressed and container formats: Phy then shows the sort
 /// without raw traces.
-pub(crate) fn phy_dat_file(path: &Path, format: &str) -> Option<PhyDat> {
+pub fn phy_dat_file(path: &Path, format: &str) -> Option<PhyDat> {
     if format == "spikeglx" {
         let glx = SpikeGlxRecording::open(path).ok()?;
         return Some(PhyDat {

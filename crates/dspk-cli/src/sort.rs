@@ -13,8 +13,8 @@ use dspk::synapse::phy::PhyParams;
 
 use crate::args::{SortArgs, default_out_dir};
 use crate::describe::{describe, describe_probe};
-use crate::progress::StageBars;
-use crate::recording::{open, phy_dat_file, sort_probe};
+use dspk_cli::progress::StageBars;
+use dspk_cli::recording::{open, phy_dat_file, sort_probe};
 
 /// Sorts `args.recording` with `settings` and writes the Phy folder; prints the recording, the
 /// device, a progress bar per stage, each stage's time and memory, and what was found.

@@ -132,12 +132,26 @@ fn units_are_reproducible_and_do_not_depend_on_the_upload_or_the_window_length()
         let base = sort(client, Arc::new(rec.clone()), &probe, &settings(0), None).unwrap();
         assert!(base.sorting.num_units() > 0, "{target}");
         let again = sort(client, Arc::new(rec.clone()), &probe, &settings(0), None).unwrap();
-        assert_eq!(identity(&base), identity(&again), "{target}: a second run differs");
-        let scaled = sort(client, Arc::new(ScaledOnly(rec.clone())), &probe, &settings(0), None)
-            .unwrap();
+        assert_eq!(
+            identity(&base),
+            identity(&again),
+            "{target}: a second run differs"
+        );
+        let scaled = sort(
+            client,
+            Arc::new(ScaledOnly(rec.clone())),
+            &probe,
+            &settings(0),
+            None,
+        )
+        .unwrap();
         assert_eq!(identity(&base), identity(&scaled), "{target}: f32 upload");
         let windows = sort(client, Arc::new(rec), &probe, &settings(0), Some(21_001)).unwrap();
-        assert_eq!(identity(&base), identity(&windows), "{target}: 21 001-sample windows");
+        assert_eq!(
+            identity(&base),
+            identity(&windows),
+            "{target}: 21 001-sample windows"
+        );
     });
 }
 
@@ -184,21 +198,42 @@ fn bad_recordings_give_an_error_or_an_empty_sorting() {
         };
 
         // Flat: no spikes, an empty sorting.
-        let flat = sort(client, Arc::new(nothing(0..16, 0.0)), &probe, &settings(1), None)
-            .unwrap();
+        let flat = sort(
+            client,
+            Arc::new(nothing(0..16, 0.0)),
+            &probe,
+            &settings(1),
+            None,
+        )
+        .unwrap();
         assert_eq!(flat.sorting.num_units(), 0, "{target}");
         assert_eq!(flat.sorting.num_spikes(), 0, "{target}");
 
         // NaN-filled: an error naming NaN.
-        let e = sort(client, Arc::new(nothing(0..16, f32::NAN)), &probe, &settings(0), None)
-            .unwrap_err();
+        let e = sort(
+            client,
+            Arc::new(nothing(0..16, f32::NAN)),
+            &probe,
+            &settings(0),
+            None,
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("NaN"), "{target}: {e}");
 
         // A dead channel: sorted, finite.
-        let dead = sort(client, Arc::new(nothing(3..4, 0.0)), &probe, &settings(0), None)
-            .unwrap();
+        let dead = sort(
+            client,
+            Arc::new(nothing(3..4, 0.0)),
+            &probe,
+            &settings(0),
+            None,
+        )
+        .unwrap();
         assert!(dead.sorting.num_units() > 0, "{target}");
-        assert!(dead.sorting.amplitudes.iter().all(|a| a.is_finite()), "{target}");
+        assert!(
+            dead.sorting.amplitudes.iter().all(|a| a.is_finite()),
+            "{target}"
+        );
 
         // Shorter than one window, and shorter than a template.
         let short = recording(16, 1, 3, Drift::None);
@@ -213,13 +248,19 @@ fn bad_recordings_give_an_error_or_an_empty_sorting() {
         })
         .unwrap();
         let e = sort(client, Arc::new(tiny), &probe, &settings(0), None).unwrap_err();
-        assert!(e.to_string().contains("shorter than one template"), "{target}: {e}");
+        assert!(
+            e.to_string().contains("shorter than one template"),
+            "{target}: {e}"
+        );
 
         // One channel.
         let one = recording(1, 2, 1, Drift::None);
         let one_probe = probe_of(&one);
         match sort(client, Arc::new(one), &one_probe, &settings(0), None) {
-            Ok(out) => assert!(out.sorting.amplitudes.iter().all(|a| a.is_finite()), "{target}"),
+            Ok(out) => assert!(
+                out.sorting.amplitudes.iter().all(|a| a.is_finite()),
+                "{target}"
+            ),
             Err(e) => assert!(!e.to_string().is_empty(), "{target}"),
         }
     });
