@@ -3,50 +3,23 @@
 //! the recording reaches the device, whatever the window length, with or without residency;
 //! drift against the true motion; bad input.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use cubecl::client::Client;
 use dspk_core::test_util::for_each_runtime;
-use dspk_core::{ReadRequest, RecordingInfo, RecordingSource, ScaledOnly};
+use dspk_core::{RecordingSource, ScaledOnly};
 use dspk_sorter_kilosort::detect::Spikes;
 use dspk_sorter_kilosort::front::{FrontHalf, RunOptions, run_front};
 use dspk_sorter_kilosort::{Error, KilosortSettings, SortProbe};
-use dspk_synapse::groundtruth::{Drift, GroundTruthConfig, GroundTruthRecording};
+use dspk_synapse::groundtruth::{Drift, GroundTruthRecording};
+
+mod common;
+
+use common::{Altered, probe_of, settings, sized};
 
 /// 32 channels, `seconds` s, 8 units.
 fn recording(seconds: u64, drift: Drift) -> GroundTruthRecording {
     sized(32, seconds * 30_000, 8, drift)
-}
-
-/// `channels` channels, `samples` samples, `units` units, seed 3.
-fn sized(channels: usize, samples: u64, units: usize, drift: Drift) -> GroundTruthRecording {
-    GroundTruthRecording::generate(&GroundTruthConfig {
-        channels,
-        num_samples: samples,
-        units,
-        drift,
-        seed: 3,
-        ..GroundTruthConfig::default()
-    })
-    .unwrap()
-}
-
-/// Batches of 1 s, the committed closed-form universal templates.
-fn settings(nblocks: usize) -> KilosortSettings {
-    KilosortSettings {
-        batch_size: 30_000,
-        nblocks,
-        templates_from_data: false,
-        templates_file: Some(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reference/universal_templates.npz"),
-        ),
-        ..KilosortSettings::default()
-    }
-}
-
-fn probe_of(recording: &GroundTruthRecording) -> SortProbe {
-    SortProbe::from_probe(recording.probe(), recording.info().num_channels(), &[]).unwrap()
 }
 
 fn run(
@@ -242,35 +215,6 @@ fn rigid_drift_follows_the_true_motion() {
             );
         }
     });
-}
-
-/// A source that changes what another returns: zeroes (or NaNs) a sample range of some
-/// channels. Scaled reads only (the stored path is covered above).
-struct Altered {
-    inner: GroundTruthRecording,
-    channels: std::ops::Range<usize>,
-    samples: std::ops::Range<u64>,
-    value: f32,
-}
-
-impl RecordingSource for Altered {
-    fn info(&self) -> &RecordingInfo {
-        self.inner.info()
-    }
-
-    fn fill_scaled(&self, request: &ReadRequest<'_>, out: &mut [f32]) -> dspk_core::Result<()> {
-        self.inner.fill_scaled(request, out)?;
-        let range = request.samples();
-        let n = request.samples_per_channel();
-        for (k, &channel) in request.channels().iter().enumerate() {
-            if self.channels.contains(&channel) {
-                for s in range.clone().filter(|s| self.samples.contains(s)) {
-                    out[k * n + (s - range.start) as usize] = self.value;
-                }
-            }
-        }
-        Ok(())
-    }
 }
 
 /// Batches without spikes (every channel flat) get no drift shift; the others keep theirs.

@@ -2,12 +2,15 @@
 //! the truth, the same units run after run, whichever way the recording reaches the device,
 //! whatever the window length; bad input gives an error or an empty sorting.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use cubecl::client::Client;
 use dspk_core::test_util::for_each_runtime;
-use dspk_core::{ReadRequest, RecordingInfo, RecordingSource, ScaledOnly};
+use dspk_core::{RecordingSource, ScaledOnly};
+
+mod common;
+
+use common::{Altered, probe_of, settings, sized};
 use dspk_sorter_kilosort::front::RunOptions;
 use dspk_sorter_kilosort::sort::{Kilosort4, SortOutput};
 use dspk_sorter_kilosort::{KilosortSettings, SortProbe};
@@ -18,33 +21,7 @@ use dspk_synapse::groundtruth::{
 
 /// `channels` channels, `seconds` s, `units` units, seed 3.
 fn recording(channels: usize, seconds: u64, units: usize, drift: Drift) -> GroundTruthRecording {
-    GroundTruthRecording::generate(&GroundTruthConfig {
-        channels,
-        num_samples: seconds * 30_000,
-        units,
-        drift,
-        seed: 3,
-        ..GroundTruthConfig::default()
-    })
-    .unwrap()
-}
-
-/// Batches of 1 s, the committed closed-form universal templates (so the CPU runtime does not
-/// also learn them).
-fn settings(nblocks: usize) -> KilosortSettings {
-    KilosortSettings {
-        batch_size: 30_000,
-        nblocks,
-        templates_from_data: false,
-        templates_file: Some(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reference/universal_templates.npz"),
-        ),
-        ..KilosortSettings::default()
-    }
-}
-
-fn probe_of(recording: &GroundTruthRecording) -> SortProbe {
-    SortProbe::from_probe(recording.probe(), recording.info().num_channels(), &[]).unwrap()
+    sized(channels, seconds * 30_000, units, drift)
 }
 
 fn sort(
@@ -153,34 +130,6 @@ fn units_are_reproducible_and_do_not_depend_on_the_upload_or_the_window_length()
             "{target}: 21 001-sample windows"
         );
     });
-}
-
-/// A source that overwrites a sample range of some channels of another with one value.
-struct Altered {
-    inner: GroundTruthRecording,
-    channels: std::ops::Range<usize>,
-    samples: std::ops::Range<u64>,
-    value: f32,
-}
-
-impl RecordingSource for Altered {
-    fn info(&self) -> &RecordingInfo {
-        self.inner.info()
-    }
-
-    fn fill_scaled(&self, request: &ReadRequest<'_>, out: &mut [f32]) -> dspk_core::Result<()> {
-        self.inner.fill_scaled(request, out)?;
-        let range = request.samples();
-        let n = request.samples_per_channel();
-        for (k, &channel) in request.channels().iter().enumerate() {
-            if self.channels.contains(&channel) {
-                for s in range.clone().filter(|s| self.samples.contains(s)) {
-                    out[k * n + (s - range.start) as usize] = self.value;
-                }
-            }
-        }
-        Ok(())
-    }
 }
 
 /// Empty, very short, single-channel, flat, NaN-filled and dead-channel recordings: an error
