@@ -56,6 +56,7 @@
 
 #![forbid(unsafe_code)]
 
+mod buffers;
 pub mod ccg;
 pub mod centres;
 pub mod cluster;
@@ -71,7 +72,6 @@ pub mod phy;
 pub mod postprocess;
 pub mod preprocess;
 mod probe;
-mod readback;
 pub mod report;
 mod settings;
 pub mod sort;

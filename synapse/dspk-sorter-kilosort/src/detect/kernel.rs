@@ -5,10 +5,7 @@
 
 use cubecl::prelude::*;
 
-/// Slot of `counters` counting detected spikes.
-pub(super) const FOUND: usize = 0;
-/// Slot of `counters` holding the smallest index of a non-finite sample (`u32::MAX`: none).
-pub(super) const FIRST_BAD: usize = 1;
+pub(super) use crate::buffers::{FIRST_BAD, FOUND};
 
 /// Lanes of one warp: consecutive units take consecutive columns, so loads and stores of a
 /// warp are coalesced.

@@ -8,10 +8,7 @@
 
 use cubecl::prelude::*;
 
-/// Slot of `counters` counting peaks.
-pub(super) const FOUND: usize = 0;
-/// Slot of `counters` holding the smallest index of a non-finite sample (`u32::MAX`: none).
-pub(super) const FIRST_BAD: usize = 1;
+pub(super) use crate::buffers::{FIRST_BAD, FOUND};
 /// `slot_of` entry of a channel where the template is zero.
 pub(super) const NO_SLOT: u32 = u32::MAX;
 

@@ -4,12 +4,12 @@ use cubecl::CubeElement;
 use cubecl::bytes::Bytes;
 use cubecl::prelude::*;
 use dspk_ops::launch::{CUBE_DIM, cube_count};
-use dspk_ops::{DeviceArray, DeviceLimits, DeviceWindow, Element};
+use dspk_ops::{DeviceArray, DeviceLimits, DeviceWindow};
 
 use super::MatchSettings;
-use super::kernel::{self, FIRST_BAD, FOUND, LANES};
+use super::kernel::{self, LANES};
 use super::setup::Tables;
-use crate::readback::{prefix, range};
+use crate::buffers::{alloc, prefix, range, read_counters, upload};
 use crate::sorting::{LearnedChannels, MatchedSpikes};
 use crate::{Error, Result};
 
@@ -575,21 +575,4 @@ impl Matcher {
         };
         Ok(())
     }
-}
-
-/// A new array holding `values` (at least one word).
-fn upload<E: Element>(client: &Client, values: &[E]) -> Result<DeviceArray<E>> {
-    Ok(DeviceArray::from_host(client, values, 1, values.len())?)
-}
-
-/// A new uninitialised array of `values` `E` (at least one word).
-fn alloc<E: Element>(client: &Client, values: usize) -> Result<DeviceArray<E>> {
-    Ok(DeviceArray::empty(client, 1, values)?)
-}
-
-/// Reads `[FOUND, FIRST_BAD]` (waits for the device).
-fn read_counters(client: &Client, counters: &DeviceArray<u32>) -> Result<[u32; 2]> {
-    let bytes = client.read_one(counters.handle().clone())?;
-    let words = u32::from_bytes(&bytes);
-    Ok([words[FOUND], words[FIRST_BAD]])
 }
