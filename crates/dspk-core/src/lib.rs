@@ -29,6 +29,7 @@ mod compute;
 mod error;
 mod loader;
 mod memory;
+mod parts;
 mod pinned;
 mod recording;
 pub mod rng;
@@ -42,9 +43,14 @@ pub mod test_util;
 
 pub use compute::{ComputeTarget, RUNTIME_ENV};
 pub use error::{Error, Result};
-pub use loader::{LoadedWindow, LoaderStats, WindowElement, WindowLoader};
+pub use loader::{
+    LOADER_THREADS_ENV, LoadedWindow, LoaderOptions, LoaderStats, MAX_LOADER_THREADS,
+    WindowElement, WindowLoader,
+};
 pub use memory::{MemoryRecording, SyntheticRecording};
-pub use recording::{ChannelInfo, ReadRequest, RecordingInfo, RecordingSource, ScaledOnly};
+pub use recording::{
+    ChannelInfo, ConcurrentReads, ReadRequest, RecordingInfo, RecordingSource, ScaledOnly,
+};
 pub use sample::{SampleFormat, StoredSample, scale};
 pub use time::{RationalTime, SampleRate};
 pub use units::{format_bytes, format_count};

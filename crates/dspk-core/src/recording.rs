@@ -190,6 +190,18 @@ impl<'a> ReadRequest<'a> {
         self.channels.len() * self.len
     }
 
+    /// Checks that there is one run per channel of `request`, each `run` elements of `unit`.
+    fn check_runs<T>(
+        request: &Self,
+        runs: &[&mut [T]],
+        run: usize,
+        unit: &'static str,
+    ) -> Result<()> {
+        Self::check_output(request.channels.len(), runs.len(), "channel runs")?;
+        runs.iter()
+            .try_for_each(|r| Self::check_output(run, r.len(), unit))
+    }
+
     /// Checks that an output buffer of `actual` elements of `unit` has the length `expected`.
     fn check_output(expected: usize, actual: usize, unit: &'static str) -> Result<()> {
         if expected == actual {
@@ -202,6 +214,30 @@ impl<'a> ReadRequest<'a> {
             })
         }
     }
+}
+
+/// Whether a source's reads of one window may be shared among threads reading at once, and
+/// how to cut the window into parts ([`RecordingSource::concurrent_reads`]).
+///
+/// The [`WindowLoader`](crate::WindowLoader) fills each window with a small pool of threads,
+/// each reading one disjoint part into the same buffer, when the source allows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ConcurrentReads {
+    /// One thread reads each window whole (the default: sources with a shared cursor or a
+    /// stream decoder, and those not checked for concurrent reads).
+    #[default]
+    No,
+    /// Threads may read disjoint sample ranges of a window at once (interleaved files,
+    /// compressed stores chunked in time); parts are cut at multiples of `align` samples
+    /// counted from the recording's start (a chunk's length, so no chunk is decoded by two
+    /// threads; 1 for any sample). Parts are read with the `fill_*_runs` methods.
+    ByTime {
+        /// Part boundaries fall on multiples of this many samples (at least 1).
+        align: u64,
+    },
+    /// Threads may read disjoint groups of channels of a window at once (channel-major files);
+    /// parts are read with [`RecordingSource::read`] and [`RecordingSource::read_stored`].
+    ByChannel,
 }
 
 /// A multi-channel recording that can be read window by window, from any thread.
@@ -249,6 +285,62 @@ pub trait RecordingSource: Send + Sync {
         false
     }
 
+    /// How reads of one window may be shared among threads reading at once. The default,
+    /// [`ConcurrentReads::No`], keeps one thread per window; a source that answers otherwise
+    /// must give the same bytes whichever way a window is cut into parts.
+    fn concurrent_reads(&self) -> ConcurrentReads {
+        ConcurrentReads::No
+    }
+
+    /// Writes the scaled values of a checked request into per-channel runs: `runs[k]` receives
+    /// the `request.samples_per_channel()` values of `request.channels()[k]` (the runs are
+    /// disjoint pieces of a larger channel-major window, so threads can fill disjoint sample
+    /// ranges of it). Called from several threads at once only when
+    /// [`concurrent_reads`](Self::concurrent_reads) says [`ConcurrentReads::ByTime`]; it should
+    /// not start threads of its own (the caller already reads in parallel).
+    ///
+    /// The default reads through a scratch buffer with [`fill_scaled`](Self::fill_scaled);
+    /// sources override it to write straight into the runs.
+    ///
+    /// # Errors
+    ///
+    /// As [`fill_scaled`](Self::fill_scaled); [`Error::OutputLength`] if the runs do not
+    /// match the request.
+    fn fill_scaled_runs(&self, request: &ReadRequest<'_>, runs: &mut [&mut [f32]]) -> Result<()> {
+        let n = request.samples_per_channel();
+        ReadRequest::check_runs(request, runs, n, "values")?;
+        let mut scratch = vec![0f32; request.num_values()];
+        self.fill_scaled(request, &mut scratch)?;
+        copy_into_runs(&scratch, n, runs);
+        Ok(())
+    }
+
+    /// As [`fill_scaled_runs`](Self::fill_scaled_runs), for the stored little-endian bytes:
+    /// `runs[k]` receives `request.samples_per_channel() * stored_format.size()` bytes.
+    ///
+    /// The default reads through a scratch buffer with [`fill_stored`](Self::fill_stored).
+    ///
+    /// # Errors
+    ///
+    /// As [`fill_stored`](Self::fill_stored); [`Error::OutputLength`] if the runs do not
+    /// match the request.
+    fn fill_stored_runs(&self, request: &ReadRequest<'_>, runs: &mut [&mut [u8]]) -> Result<()> {
+        let run = request.samples_per_channel() * self.info().stored_format.size();
+        ReadRequest::check_runs(request, runs, run, "bytes")?;
+        let mut scratch = vec![0u8; request.channels().len() * run];
+        self.fill_stored(request, &mut scratch)?;
+        copy_into_runs(&scratch, run, runs);
+        Ok(())
+    }
+
+    /// A hint that `channels` over `samples` will be read soon (the loader gives the next
+    /// window while it reads the current one): a file-backed source may ask the system to
+    /// start reading those bytes into the page cache. It changes no result, reports nothing,
+    /// and ignores arguments out of range. The default does nothing.
+    fn will_read(&self, channels: &[usize], samples: Range<u64>) {
+        let _ = (channels, samples);
+    }
+
     /// Reads scaled values of `channels` over `samples` into `out`, channel-major
     /// (`out[k * n + s]` is sample `samples.start + s` of `channels[k]`, `n` the range length).
     ///
@@ -277,6 +369,16 @@ pub trait RecordingSource: Send + Sync {
     }
 }
 
+/// Copies channel-major `values` (`run` per channel) into one run per channel.
+fn copy_into_runs<T: Copy>(values: &[T], run: usize, runs: &mut [&mut [T]]) {
+    if run == 0 {
+        return;
+    }
+    for (out, values) in runs.iter_mut().zip(values.chunks_exact(run)) {
+        out.copy_from_slice(values);
+    }
+}
+
 impl<S: RecordingSource + ?Sized> RecordingSource for std::sync::Arc<S> {
     fn info(&self) -> &RecordingInfo {
         (**self).info()
@@ -289,6 +391,18 @@ impl<S: RecordingSource + ?Sized> RecordingSource for std::sync::Arc<S> {
     }
     fn can_read_stored(&self) -> bool {
         (**self).can_read_stored()
+    }
+    fn concurrent_reads(&self) -> ConcurrentReads {
+        (**self).concurrent_reads()
+    }
+    fn fill_scaled_runs(&self, request: &ReadRequest<'_>, runs: &mut [&mut [f32]]) -> Result<()> {
+        (**self).fill_scaled_runs(request, runs)
+    }
+    fn fill_stored_runs(&self, request: &ReadRequest<'_>, runs: &mut [&mut [u8]]) -> Result<()> {
+        (**self).fill_stored_runs(request, runs)
+    }
+    fn will_read(&self, channels: &[usize], samples: Range<u64>) {
+        (**self).will_read(channels, samples);
     }
 }
 
@@ -306,5 +420,14 @@ impl<S: RecordingSource> RecordingSource for ScaledOnly<S> {
     }
     fn fill_scaled(&self, request: &ReadRequest<'_>, out: &mut [f32]) -> Result<()> {
         self.0.fill_scaled(request, out)
+    }
+    fn concurrent_reads(&self) -> ConcurrentReads {
+        self.0.concurrent_reads()
+    }
+    fn fill_scaled_runs(&self, request: &ReadRequest<'_>, runs: &mut [&mut [f32]]) -> Result<()> {
+        self.0.fill_scaled_runs(request, runs)
+    }
+    fn will_read(&self, channels: &[usize], samples: Range<u64>) {
+        self.0.will_read(channels, samples);
     }
 }
