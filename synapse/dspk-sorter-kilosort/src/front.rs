@@ -146,7 +146,7 @@ pub fn front_half(
     // Universal templates.
     let templates = if settings.templates_from_data {
         let clip_settings = ClipSettings {
-            th_single_ch: settings.th_single_ch,
+            thresholds: settings.th_single_ch.clone(),
             nt,
             nt0min,
             ..ClipSettings::default()

@@ -8,14 +8,32 @@
 //! template circularly (samples pushed off one end come back at the other). Here each template is
 //! correlated on its own with zeros outside it and shifted with zeros coming in.
 
+use serde::{Deserialize, Serialize};
+
 use crate::{Error, Result};
+
+/// How [`align_templates`] scores a lag from the per-channel correlations with the universal
+/// shapes (setting `template_alignment`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Alignment {
+    /// The largest magnitude over channels and shapes (Kilosort4).
+    #[default]
+    MaxOverChannels,
+    /// Per shape the sum of the magnitudes over channels, the largest over shapes (EMUsort).
+    SumOverChannels,
+}
 
 /// Aligns templates in place: `units` is `[n, channels, p]` row-major (PC features of each unit
 /// on each channel), `wpca` `[p, nt]`, `wtemp` `[k, nt]`. For each unit the waveform
 /// `T[t, c] = Σ_q units[u, c, q] wpca[q, t]` is correlated with every row of `wtemp` at lags
 /// `-nt/2..=nt/2` on every channel (`Σ_j T[τ + j - nt/2, c] wtemp[k, j]`, zero outside), the
-/// column `τ*` of the largest magnitude (first on ties) found, the waveform shifted by
-/// `nt/2 - τ*` samples (zeros coming in) and projected back on `wpca`. Returns the shifts.
+/// column `τ*` of the largest score (first on ties) found, the waveform shifted by
+/// `nt/2 - τ*` samples (zeros coming in) and projected back on `wpca`. The score of a lag is
+/// the largest magnitude over channels and shapes ([`Alignment::MaxOverChannels`], Kilosort4)
+/// or, for each shape, the sum of the magnitudes over channels, the largest over shapes
+/// ([`Alignment::SumOverChannels`], EMUsort: a motor unit's potential is spread over many
+/// channels). Returns the shifts.
 ///
 /// # Errors
 ///
@@ -27,6 +45,7 @@ pub fn align_templates(
     wpca: &[f32],
     wtemp: &[f32],
     nt: usize,
+    alignment: Alignment,
 ) -> Result<Vec<i64>> {
     let per = channels * p;
     if nt == 0
@@ -52,12 +71,13 @@ pub fn align_templates(
         let mut best = (f64::NEG_INFINITY, half);
         for tau in 0..nt as i64 {
             let mut score = 0f64;
-            for c in 0..channels {
-                let row = &waveform[c * nt..(c + 1) * nt];
-                if row.iter().all(|&v| v == 0.0) {
-                    continue;
-                }
-                for shape in wtemp.chunks(nt) {
+            for shape in wtemp.chunks(nt) {
+                let mut over_channels = 0f64;
+                for c in 0..channels {
+                    let row = &waveform[c * nt..(c + 1) * nt];
+                    if row.iter().all(|&v| v == 0.0) {
+                        continue;
+                    }
                     let mut sum = 0f64;
                     for (j, &w) in shape.iter().enumerate() {
                         let t = tau + j as i64 - half;
@@ -65,8 +85,12 @@ pub fn align_templates(
                             sum += row[t as usize] * f64::from(w);
                         }
                     }
-                    score = score.max(sum.abs());
+                    match alignment {
+                        Alignment::MaxOverChannels => score = score.max(sum.abs()),
+                        Alignment::SumOverChannels => over_channels += sum.abs(),
+                    }
                 }
+                score = score.max(over_channels);
             }
             if score > best.0 {
                 best = (score, tau);
@@ -165,7 +189,16 @@ mod tests {
         let mut unit = vec![0f32; channels * p];
         unit[p + 7] = -3.0;
         unit[p + 8] = 1.0;
-        let shifts = align_templates(&mut unit, channels, p, &wpca, &wtemp, nt).unwrap();
+        let shifts = align_templates(
+            &mut unit,
+            channels,
+            p,
+            &wpca,
+            &wtemp,
+            nt,
+            Alignment::MaxOverChannels,
+        )
+        .unwrap();
         assert_eq!(shifts, vec![-2]);
         assert_eq!(unit[p + 5], -3.0);
         assert_eq!(unit[p + 6], 1.0);
@@ -182,11 +215,70 @@ mod tests {
         unit[3] = 2.0;
         let before = unit.clone();
         assert_eq!(
-            align_templates(&mut unit, channels, p, &wpca, &wtemp, nt).unwrap(),
+            align_templates(
+                &mut unit,
+                channels,
+                p,
+                &wpca,
+                &wtemp,
+                nt,
+                Alignment::MaxOverChannels
+            )
+            .unwrap(),
             vec![0]
         );
         assert_eq!(unit, before);
-        assert!(align_templates(&mut unit, channels, p, &wpca[1..], &wtemp, nt).is_err());
+        assert!(
+            align_templates(
+                &mut unit,
+                channels,
+                p,
+                &wpca[1..],
+                &wtemp,
+                nt,
+                Alignment::MaxOverChannels
+            )
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn summing_over_channels_follows_the_spread_not_the_largest_channel() {
+        let (nt, p, channels) = (11, 11, 4);
+        let wpca = impulses(p, nt, 0);
+        let mut wtemp = vec![0f32; nt];
+        wtemp[5] = -1.0;
+        // Channel 0 has the largest trough, two samples late; channels 1-3 together more,
+        // one sample early.
+        let mut unit = vec![0f32; channels * p];
+        unit[7] = -3.0;
+        for c in 1..4 {
+            unit[c * p + 4] = -1.5;
+        }
+        let mut max = unit.clone();
+        let shifts = align_templates(
+            &mut max,
+            channels,
+            p,
+            &wpca,
+            &wtemp,
+            nt,
+            Alignment::MaxOverChannels,
+        )
+        .unwrap();
+        assert_eq!(shifts, vec![-2]);
+        let shifts = align_templates(
+            &mut unit,
+            channels,
+            p,
+            &wpca,
+            &wtemp,
+            nt,
+            Alignment::SumOverChannels,
+        )
+        .unwrap();
+        assert_eq!(shifts, vec![1]);
+        assert_eq!(unit[p + 5], -1.5);
     }
 
     #[test]

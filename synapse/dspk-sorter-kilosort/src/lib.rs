@@ -60,6 +60,7 @@ mod buffers;
 pub mod ccg;
 pub mod centres;
 pub mod cluster;
+pub mod delays;
 pub mod detect;
 pub mod drift;
 mod error;
@@ -81,6 +82,7 @@ pub mod universal;
 pub mod windows;
 
 pub use error::{Error, Result};
+pub use learned::Alignment;
 pub use probe::SortProbe;
-pub use settings::KilosortSettings;
+pub use settings::{ClipScaling, KilosortSettings};
 pub use sort::{Kilosort4, SortOutput};

@@ -6,6 +6,11 @@
 //! high-pass, zero-phase; then whitening, which the passes apply themselves
 //! ([`Whitener`]) because drift correction changes the matrix from batch to batch.
 //!
+//! EMUsort filters the recording first (SpikeInterface: a zero-phase Butterworth band-pass and
+//! a zero-phase notch, `docs/KILOSORT4.md` §10.2); with `bandpass` / `notch_hz` set, those run
+//! after the offsets and before the common reference (they are linear, so after or before the
+//! offsets is the same away from the recording's ends).
+//!
 //! Two documented differences from Kilosort 4.1.7:
 //! - the high-pass is our [`SosFilter`] run forward and backward with halos from the
 //!   neighbouring windows, not Kilosort's circular FFT convolution over each padded batch,
@@ -20,7 +25,7 @@ use std::ops::Range;
 
 use cubecl::client::Client;
 use dspk_core::RecordingSource;
-use dspk_ops::design::{Band, butter};
+use dspk_ops::design::{Band, butter, iirnotch};
 use dspk_ops::linalg::{WhiteningMatrix, local_zca};
 use dspk_ops::{
     ChannelAffine, ChannelMixing, CommonReference, CovarianceAccumulator, DeviceArray,
@@ -42,34 +47,48 @@ pub struct Preprocessing {
     sign: f32,
     car: bool,
     highpass: f64,
+    /// `(low, high, order)` of the EMG band-pass.
+    bandpass: Option<(f64, f64, usize)>,
+    /// `(Hz, Q)` of the notch.
+    notch: Option<(f64, f64)>,
     sample_rate: f64,
 }
 
 impl Preprocessing {
     /// The chain for channels whose offsets are `offsets` (subtracted after the sign), as
-    /// `settings` says (`invert_sign`, `do_CAR`, `highpass_cutoff`) at `sample_rate` Hz.
+    /// `settings` says (`invert_sign`, `bandpass`, `notch_hz`, `do_CAR`, `highpass_cutoff`)
+    /// at `sample_rate` Hz.
     ///
     /// # Errors
     ///
-    /// [`Error::Setting`] for a cut-off at or above Nyquist.
+    /// [`Error::Setting`] for a cut-off or notch at or above Nyquist; the filters' design
+    /// errors.
     pub fn new(offsets: Vec<f32>, settings: &KilosortSettings, sample_rate: f64) -> Result<Self> {
-        if settings.highpass_cutoff >= sample_rate / 2.0 {
-            return Err(Error::Setting {
-                name: "highpass_cutoff",
-                reason: format!(
-                    "{} Hz is not below the Nyquist frequency ({} Hz)",
-                    settings.highpass_cutoff,
-                    sample_rate / 2.0
-                ),
-            });
+        let nyquist = sample_rate / 2.0;
+        let mut below_nyquist = vec![("highpass_cutoff", settings.highpass_cutoff)];
+        below_nyquist.extend(settings.bandpass.map(|[_, high]| ("bandpass", high)));
+        below_nyquist.extend(settings.notch_hz.map(|hz| ("notch_hz", hz)));
+        for (name, hz) in below_nyquist {
+            if hz >= nyquist {
+                return Err(Error::Setting {
+                    name,
+                    reason: format!("{hz} Hz is not below the Nyquist frequency ({nyquist} Hz)"),
+                });
+            }
         }
-        Ok(Self {
+        let preprocessing = Self {
             offsets,
             sign: if settings.invert_sign { -1.0 } else { 1.0 },
             car: settings.do_car,
             highpass: settings.highpass_cutoff,
+            bandpass: settings
+                .bandpass
+                .map(|[low, high]| (low, high, settings.bandpass_order)),
+            notch: settings.notch_hz.map(|hz| (hz, settings.notch_q)),
             sample_rate,
-        })
+        };
+        preprocessing.settling()?;
+        Ok(preprocessing)
     }
 
     /// The device pipeline: `sign * x - offset` per channel, the lower-median common
@@ -82,6 +101,9 @@ impl Preprocessing {
         let gains = vec![self.sign; self.offsets.len()];
         let offsets: Vec<f32> = self.offsets.iter().map(|o| -o).collect();
         let mut pipeline = Pipeline::new().with(ChannelAffine::new(client, &gains, &offsets)?);
+        for filter in self.emg_filters()? {
+            pipeline = pipeline.with(filter);
+        }
         if self.car {
             pipeline = pipeline.with(CommonReference::new(Reference::LowerMedian));
         }
@@ -89,14 +111,30 @@ impl Preprocessing {
     }
 
     /// Samples of halo the chain needs on each side of the samples it must get right: the
-    /// high-pass's settling (the other stages work sample by sample). Equals
+    /// filters' settling lengths summed (the other stages work sample by sample). Equals
     /// [`pipeline`](Self::pipeline)`(..).settling()`, without building it on a device.
     ///
     /// # Errors
     ///
-    /// As [`pipeline`](Self::pipeline) for the filter's design.
+    /// As [`pipeline`](Self::pipeline) for the filters' design.
     pub fn settling(&self) -> Result<usize> {
-        Ok(self.highpass()?.settling())
+        let emg: usize = self.emg_filters()?.iter().map(Stage::settling).sum();
+        Ok(emg + self.highpass()?.settling())
+    }
+
+    /// The zero-phase EMG band-pass and notch (SpikeInterface's `bandpass_filter` and
+    /// `notch_filter` as EMUsort calls them), those that are set.
+    fn emg_filters(&self) -> Result<Vec<SosFilter>> {
+        let mut filters = Vec::new();
+        if let Some((low, high, order)) = self.bandpass {
+            let sos = butter(order, Band::Bandpass(low, high), self.sample_rate)?;
+            filters.push(SosFilter::zero_phase(&sos)?);
+        }
+        if let Some((hz, q)) = self.notch {
+            let sos = iirnotch(hz, q, self.sample_rate)?;
+            filters.push(SosFilter::zero_phase(&sos)?);
+        }
+        Ok(filters)
     }
 
     /// The zero-phase 3rd-order Butterworth high-pass.

@@ -9,7 +9,20 @@ use serde::{Deserialize, Serialize};
 
 use crate::centres::CentreSettings;
 use crate::drift::DriftSettings;
+use crate::learned::Alignment;
 use crate::{Error, Result};
+
+/// How clips are scaled before the universal templates are learned (setting `clip_scaling`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClipScaling {
+    /// Each clip to unit L2 norm; all-zero clips left out (Kilosort4).
+    #[default]
+    UnitNorm,
+    /// Every clip divided by one scalar, `sqrt` of the population standard deviation of the
+    /// clips' squared norms, keeping their relative sizes (EMUsort).
+    Global,
+}
 
 /// Every setting of the front half of the sort (preprocessing, drift, universal templates,
 /// detection), with Kilosort 4.1.7's defaults.
@@ -67,9 +80,44 @@ pub struct KilosortSettings {
     pub n_templates: usize,
     /// `n_pcs`: principal components of the spike features.
     pub n_pcs: usize,
-    /// `Th_single_ch`: threshold of the single-channel peaks universal templates learn from.
-    #[serde(rename = "Th_single_ch")]
-    pub th_single_ch: f32,
+    /// `Th_single_ch`: threshold of the single-channel peaks universal templates learn from;
+    /// several (EMUsort: `[6, 9, 12, 15]`) pool the clips of every threshold, each
+    /// `(channel, sample)` once. Written as a number when there is one.
+    #[serde(rename = "Th_single_ch", with = "one_or_many")]
+    pub th_single_ch: Vec<f32>,
+    /// Ours: universal-template clips come from every `clip_batch_stride`-th batch (Kilosort4
+    /// hard-codes 25; EMUsort uses `nskip`).
+    pub clip_batch_stride: usize,
+    /// Ours: how clips are scaled before the universal templates are learned: each to unit
+    /// norm (Kilosort4) or all by one scalar (EMUsort).
+    pub clip_scaling: ClipScaling,
+    /// `remove_spike_outliers` (EMUsort): drop the clips HDBSCAN calls noise before the
+    /// k-means of the universal templates.
+    pub remove_spike_outliers: bool,
+    /// `hdbscan_min_cluster_size` (EMUsort): HDBSCAN's `min_cluster_size` (and `min_samples`).
+    pub hdbscan_min_cluster_size: usize,
+    /// `remove_chan_delays` (EMUsort): estimate one delay per channel from lagged
+    /// cross-correlations and align the channels by it after whitening.
+    pub remove_chan_delays: bool,
+    /// Ours: the longest channel delay searched, ms (EMUsort: 2, `floor(fs / 500)` samples).
+    pub max_chan_delay_ms: f64,
+    /// Ours: how learned templates are aligned to the universal shapes (Kilosort4: the best
+    /// channel; EMUsort: the sum over channels).
+    pub template_alignment: Alignment,
+    /// Ours: `[low, high]` Hz of a zero-phase Butterworth band-pass before everything else
+    /// (EMUsort's SpikeInterface front: `[250, 5000]`); `None`: none.
+    pub bandpass: Option<[f64; 2]>,
+    /// Ours: order of that band-pass (EMUsort: 5).
+    pub bandpass_order: usize,
+    /// Ours: Hz of a zero-phase notch after the band-pass (EMUsort: 60; 50 where mains is
+    /// 50 Hz); `None`: none.
+    pub notch_hz: Option<f64>,
+    /// Ours: quality factor of the notch (`scipy.signal.iirnotch`'s `Q`; EMUsort: 30).
+    pub notch_q: f64,
+    /// Ours: sort the channels as one column this many µm apart in channel order, whatever
+    /// the probe says (EMUsort's convention for EMG arrays: 2 µm, so every channel is its own
+    /// template centre row); `None`: the probe's positions.
+    pub line_probe_pitch: Option<f64>,
     /// Ours: the `.npz` holding `wTEMP` and `wPCA` when `templates_from_data` is false.
     pub templates_file: Option<std::path::PathBuf>,
     /// Ours: seed of the k-means that learns the universal templates (Kilosort seeds numpy's
@@ -135,7 +183,19 @@ impl Default for KilosortSettings {
             templates_from_data: true,
             n_templates: 6,
             n_pcs: 6,
-            th_single_ch: 6.0,
+            th_single_ch: vec![6.0],
+            clip_batch_stride: 25,
+            clip_scaling: ClipScaling::UnitNorm,
+            remove_spike_outliers: false,
+            hdbscan_min_cluster_size: 20,
+            remove_chan_delays: false,
+            max_chan_delay_ms: 2.0,
+            template_alignment: Alignment::MaxOverChannels,
+            bandpass: None,
+            bandpass_order: 5,
+            notch_hz: None,
+            notch_q: 30.0,
+            line_probe_pitch: None,
             templates_file: None,
             templates_seed: 1,
             resident_bytes: None,
@@ -156,6 +216,57 @@ impl Default for KilosortSettings {
 }
 
 impl KilosortSettings {
+    /// EMUsort 1.1.0's defaults for intramuscular EMG (`docs/KILOSORT4.md` §10.2): 9
+    /// universal templates and PCs, `nskip` 2 (whitening, clip batches and channel delays),
+    /// thresholds `[6, 9, 12, 15]` pooled, no common reference, no drift correction, spikes
+    /// within 0.5 ms one spike, a 250-5000 Hz fifth-order band-pass and a 60 Hz notch (Q 30)
+    /// in front of Kilosort's own high-pass, channel delays removed, HDBSCAN outlier removal
+    /// of clips scaled by one scalar, alignment summed over channels, the channels on one
+    /// column 2 µm apart.
+    #[must_use]
+    pub fn emusort() -> Self {
+        Self {
+            n_templates: 9,
+            n_pcs: 9,
+            nskip: 2,
+            th_single_ch: vec![6.0, 9.0, 12.0, 15.0],
+            clip_batch_stride: 2,
+            clip_scaling: ClipScaling::Global,
+            remove_spike_outliers: true,
+            hdbscan_min_cluster_size: 20,
+            remove_chan_delays: true,
+            template_alignment: Alignment::SumOverChannels,
+            nblocks: 0,
+            do_car: false,
+            duplicate_spike_ms: 0.5,
+            th_universal: 9.0,
+            th_learned: 8.0,
+            cluster_downsampling: 20,
+            bandpass: Some([250.0, 5000.0]),
+            bandpass_order: 5,
+            notch_hz: Some(60.0),
+            notch_q: 30.0,
+            line_probe_pitch: Some(2.0),
+            ..Self::default()
+        }
+    }
+
+    /// A preset by name: `kilosort4` (the defaults) or `emusort` ([`emusort`](Self::emusort)).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Setting`] for another name.
+    pub fn preset(name: &str) -> Result<Self> {
+        match name {
+            "kilosort4" | "kilosort" => Ok(Self::default()),
+            "emusort" => Ok(Self::emusort()),
+            other => Err(Error::Setting {
+                name: "preset",
+                reason: format!("unknown preset `{other}`; known: kilosort4, emusort"),
+            }),
+        }
+    }
+
     /// The trough index: `nt0min`, or `floor(20 * nt / 61)` (20 for `nt = 61`).
     #[must_use]
     pub fn trough(&self) -> usize {
@@ -226,6 +337,9 @@ impl KilosortSettings {
             ("cluster_downsampling", self.cluster_downsampling),
             ("max_cluster_subset", self.max_cluster_subset),
             ("min_cluster_group", self.min_cluster_group),
+            ("clip_batch_stride", self.clip_batch_stride),
+            ("bandpass_order", self.bandpass_order),
+            ("hdbscan_min_cluster_size", self.hdbscan_min_cluster_size),
         ] {
             if value == 0 {
                 return bad(name, "must be at least 1".to_string());
@@ -239,7 +353,6 @@ impl KilosortSettings {
         }
         for (name, value) in [
             ("Th_universal", f64::from(self.th_universal)),
-            ("Th_single_ch", f64::from(self.th_single_ch)),
             ("highpass_cutoff", self.highpass_cutoff),
             ("binning_depth", self.binning_depth),
             ("sig_interp", self.sig_interp),
@@ -250,6 +363,8 @@ impl KilosortSettings {
             ("acg_threshold", self.acg_threshold),
             ("ccg_threshold", self.ccg_threshold),
             ("position_limit", self.position_limit),
+            ("max_chan_delay_ms", self.max_chan_delay_ms),
+            ("notch_q", self.notch_q),
         ] {
             if !(value.is_finite() && value > 0.0) {
                 return bad(name, format!("must be positive and finite, got {value}"));
@@ -263,6 +378,38 @@ impl KilosortSettings {
                     self.duplicate_spike_ms
                 ),
             );
+        }
+        if self.th_single_ch.is_empty()
+            || self
+                .th_single_ch
+                .iter()
+                .any(|th| !(th.is_finite() && *th > 0.0))
+        {
+            return bad(
+                "Th_single_ch",
+                format!(
+                    "needs at least one threshold, each positive and finite, got {:?}",
+                    self.th_single_ch
+                ),
+            );
+        }
+        if let Some([low, high]) = self.bandpass
+            && !(low.is_finite() && high.is_finite() && 0.0 < low && low < high)
+        {
+            return bad(
+                "bandpass",
+                format!("needs 0 < low < high, got [{low}, {high}]"),
+            );
+        }
+        for (name, value) in [
+            ("notch_hz", self.notch_hz),
+            ("line_probe_pitch", self.line_probe_pitch),
+        ] {
+            if let Some(value) = value
+                && !(value.is_finite() && value > 0.0)
+            {
+                return bad(name, format!("must be positive and finite, got {value}"));
+            }
         }
         if self.x_centers == Some(0) {
             return bad("x_centers", "must be at least 1 when given".to_string());
@@ -373,6 +520,37 @@ impl KilosortSettings {
     }
 }
 
+/// `Th_single_ch` as Kilosort4 (a number) or EMUsort (a list) writes it.
+mod one_or_many {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        One(f32),
+        Many(Vec<f32>),
+    }
+
+    pub(super) fn serialize<S: Serializer>(
+        values: &[f32],
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        match values {
+            [one] => one.serialize(serializer),
+            many => many.serialize(serializer),
+        }
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Vec<f32>, D::Error> {
+        Ok(match OneOrMany::deserialize(deserializer)? {
+            OneOrMany::One(one) => vec![one],
+            OneOrMany::Many(many) => many,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -386,7 +564,40 @@ mod tests {
             (s.batch_size, s.nblocks, s.nskip, s.whitening_range),
             (60_000, 1, 25, 32)
         );
-        assert_eq!((s.th_universal, s.th_single_ch), (9.0, 6.0));
+        assert_eq!(
+            (s.th_universal, s.th_single_ch.as_slice()),
+            (9.0, &[6.0][..])
+        );
+    }
+
+    #[test]
+    fn emusort_preset_is_valid_and_round_trips() {
+        let s = KilosortSettings::preset("emusort").unwrap();
+        s.validate().unwrap();
+        assert_eq!(s, KilosortSettings::emusort());
+        assert_eq!((s.n_templates, s.n_pcs, s.nskip, s.nblocks), (9, 9, 2, 0));
+        let json = s.to_json();
+        assert!(json.contains("\"Th_single_ch\": [\n"), "{json}");
+        assert_eq!(KilosortSettings::from_json(&json).unwrap(), s);
+        assert!(
+            KilosortSettings::to_json(&KilosortSettings::default())
+                .contains("\"Th_single_ch\": 6.0")
+        );
+        let mut t = KilosortSettings::default();
+        t.set("Th_single_ch", "[6, 9]").unwrap();
+        assert_eq!(t.th_single_ch, vec![6.0, 9.0]);
+        t.set("Th_single_ch", "7").unwrap();
+        assert_eq!(t.th_single_ch, vec![7.0]);
+        for (key, value) in [
+            ("Th_single_ch", "[]"),
+            ("Th_single_ch", "[6, -1]"),
+            ("bandpass", "[5000, 250]"),
+            ("notch_hz", "0"),
+            ("clip_scaling", "\"sideways\""),
+        ] {
+            assert!(t.set(key, value).is_err(), "{key} = {value}");
+        }
+        assert!(KilosortSettings::preset("spykingcircus").is_err());
     }
 
     #[test]

@@ -18,7 +18,7 @@ use dspk_synapse::phy::PhyParams;
 use crate::drift::DriftEstimate;
 use crate::front::{CorrectedWindows, FrontHalf, RunOptions, front_half, host_step};
 use crate::groups::{ClusterInput, Clusters, cluster_spikes};
-use crate::learned::{align_templates, pcs_outer};
+use crate::learned::{Alignment, align_templates, pcs_outer};
 use crate::matching::{MatchSettings, Matcher};
 use crate::merge::{NEAR_DUPLICATE_SIMILARITY, WtW, merge_near_duplicates, merge_units};
 use crate::phy::{PhyOutput, write_phy_folder};
@@ -150,7 +150,8 @@ impl Kilosort4 {
 
         // Learned templates, matching.
         let started = Instant::now();
-        let (units, n_templates) = matching_templates(&first, probe.len(), &templates)?;
+        let (units, n_templates) =
+            matching_templates(&first, probe.len(), &templates, settings.template_alignment)?;
         host("learned templates", progress, &mut stages, None, started);
         let (mut matched, channels) = if n_templates == 0 {
             let nc = settings.nearest_chans.min(probe.len());
@@ -287,6 +288,7 @@ pub fn matching_templates(
     clusters: &Clusters,
     channels: usize,
     templates: &UniversalTemplates,
+    alignment: Alignment,
 ) -> Result<(Vec<f32>, usize)> {
     let p = templates.p();
     let mut units = clusters.features.clone();
@@ -297,6 +299,7 @@ pub fn matching_templates(
         templates.wpca(),
         templates.wtemp(),
         templates.nt(),
+        alignment,
     )?;
     let counts: Vec<u64> = clusters.sizes.iter().map(|&n| n as u64).collect();
     let wtw = WtW::new(templates.wpca(), templates.nt())?;

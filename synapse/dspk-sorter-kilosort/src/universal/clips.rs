@@ -11,11 +11,13 @@ use super::kernel::{self, ISOLATION_CHANNELS, ISOLATION_SAMPLES, POOL_SAMPLES};
 use crate::{Error, Result};
 
 /// The settings of a [`ClipHarvester`] (Kilosort4's names in brackets).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ClipSettings {
     /// Smallest `|x|` a single-channel peak must exceed, in units of the whitened data
-    /// (`Th_single_ch`). Default 6.
-    pub th_single_ch: f32,
+    /// (`Th_single_ch`). Default `[6]`. With several (EMUsort: `[6, 9, 12, 15]`), the peak
+    /// and isolation rule runs once per threshold and the clips of every `(channel, sample)`
+    /// found at any threshold are kept once each.
+    pub thresholds: Vec<f32>,
     /// Samples per clip, odd (`nt`). Default 61.
     pub nt: usize,
     /// Index of the peak inside a clip (`nt0min`). Default 20.
@@ -27,7 +29,7 @@ pub struct ClipSettings {
 impl Default for ClipSettings {
     fn default() -> Self {
         Self {
-            th_single_ch: 6.0,
+            thresholds: vec![6.0],
             nt: 61,
             nt0min: 20,
             max_clips: 500_000,
@@ -38,7 +40,7 @@ impl Default for ClipSettings {
 /// Collects the clips of isolated single-channel peaks from whitened windows on the device.
 ///
 /// In each window `X` (`channels x samples`, `f32`), with `A = |X|`:
-/// - a *peak* is a position `(c, t)` where `A[c, t] > th_single_ch` and no value of `A` in
+/// - a *peak* is a position `(c, t)` where `A[c, t] > th` and no value of `A` in
 ///   channels `c - 4 ..= c + 4` (adjacent rows of the array, not probe geometry) and samples
 ///   `t - 5 ..= t + 5` is larger (positions past the recording's ends are left out);
 /// - a peak is *isolated* when it is the only peak in channels `c - 6 ..= c + 6` and samples
@@ -171,64 +173,24 @@ impl ClipHarvester {
         let capacity = channels.div_ceil(block_c) * owned.len().div_ceil(block_s);
         let marks = grown(client, &mut self.marks, values)?;
         let list = grown(client, &mut self.list, capacity)?;
-        client.write(self.counters.handle(), Bytes::from_elems(vec![0u32; 2]));
-        let settings = self.settings;
-        // All counts below u32::MAX: `values` is a typed array's length and the others are
-        // smaller.
-        kernel::mark_peaks::launch(
-            client,
-            cube_count(values),
-            CubeDim::new_1d(CUBE_DIM),
-            array.arg(values),
-            marks.arg(values),
-            self.counters.arg(2),
-            channels as u32,
-            samples as u32,
-            settings.th_single_ch,
-        );
-        kernel::select_isolated::launch(
-            client,
-            cube_count(channels * owned.len()),
-            CubeDim::new_1d(CUBE_DIM),
-            marks.arg(values),
-            self.counters.arg(2),
-            list.arg(capacity),
-            capacity as u32,
-            channels as u32,
-            samples as u32,
-            owned.start as u32,
-            owned.end as u32,
-            settings.nt as u32,
-            settings.nt0min as u32,
-        );
-        let counters = self.counters.to_host(client)?;
-        let (found, non_finite) = (counters[0] as usize, counters[1]);
-        if non_finite > 0 {
-            return Err(Error::Input {
-                what: "clip harvest: window",
-                reason: format!(
-                    "{non_finite} NaN or infinite values in samples {:?}",
-                    window.window().read()
-                ),
-            });
+        let mut peaks = Vec::new();
+        for &threshold in &self.settings.thresholds {
+            peaks.extend(self.isolated_peaks(client, window, &marks, &list, capacity, threshold)?);
         }
-        if found > capacity {
-            return Err(Error::Input {
-                what: "clip harvest: window",
-                reason: format!("{found} isolated peaks, more than the {capacity} possible"),
-            });
-        }
+        // Flat indices `c * samples + t` sort in (channel, sample) order; a position isolated
+        // at several thresholds is one clip (EMUsort keeps the wrong rows here:
+        // `docs/KILOSORT4.md` §10.1.2).
+        peaks.sort_unstable();
+        peaks.dedup();
+        let found = peaks.len();
         if found == 0 {
             return Ok(());
         }
+        let settings = &self.settings;
         if self.positions.len() + found > settings.max_clips {
             self.full = true;
             return Ok(());
         }
-        let mut peaks = list.to_host(client)?;
-        peaks.truncate(found);
-        // Flat indices `c * samples + t` sort in (channel, sample) order.
-        peaks.sort_unstable();
         let sorted = DeviceArray::from_host(client, &peaks, 1, found)?;
         let out = DeviceArray::<f32>::empty(client, found, settings.nt)?;
         kernel::gather_clips::launch(
@@ -250,6 +212,74 @@ impl ClipHarvester {
                 .map(|&p| (p as usize / samples, start + (p as usize % samples) as u64)),
         );
         Ok(())
+    }
+
+    /// The flat indices `c * samples + t` of the isolated peaks above `threshold` that
+    /// `window` owns and whose clips fit, in the device's (unordered) order.
+    fn isolated_peaks(
+        &self,
+        client: &Client,
+        window: &DeviceWindow,
+        marks: &DeviceArray<u32>,
+        list: &DeviceArray<u32>,
+        capacity: usize,
+        threshold: f32,
+    ) -> Result<Vec<u32>> {
+        let array = window.array();
+        let (channels, samples, values) = (array.channels(), array.samples(), array.len());
+        let owned = window.owned_local();
+        client.write(self.counters.handle(), Bytes::from_elems(vec![0u32; 2]));
+        // All counts below u32::MAX: `values` is a typed array's length and the others are
+        // smaller.
+        kernel::mark_peaks::launch(
+            client,
+            cube_count(values),
+            CubeDim::new_1d(CUBE_DIM),
+            array.arg(values),
+            marks.arg(values),
+            self.counters.arg(2),
+            channels as u32,
+            samples as u32,
+            threshold,
+        );
+        kernel::select_isolated::launch(
+            client,
+            cube_count(channels * owned.len()),
+            CubeDim::new_1d(CUBE_DIM),
+            marks.arg(values),
+            self.counters.arg(2),
+            list.arg(capacity),
+            capacity as u32,
+            channels as u32,
+            samples as u32,
+            owned.start as u32,
+            owned.end as u32,
+            self.settings.nt as u32,
+            self.settings.nt0min as u32,
+        );
+        let counters = self.counters.to_host(client)?;
+        let (found, non_finite) = (counters[0] as usize, counters[1]);
+        if non_finite > 0 {
+            return Err(Error::Input {
+                what: "clip harvest: window",
+                reason: format!(
+                    "{non_finite} NaN or infinite values in samples {:?}",
+                    window.window().read()
+                ),
+            });
+        }
+        if found > capacity {
+            return Err(Error::Input {
+                what: "clip harvest: window",
+                reason: format!("{found} isolated peaks, more than the {capacity} possible"),
+            });
+        }
+        if found == 0 {
+            return Ok(Vec::new());
+        }
+        let mut peaks = list.to_host(client)?;
+        peaks.truncate(found);
+        Ok(peaks)
     }
 
     /// The clips kept so far, `len() x nt` row-major.
@@ -294,10 +324,18 @@ fn check_settings(channels: usize, settings: &ClipSettings) -> Result<()> {
             reason: "a harvester needs at least one channel".into(),
         });
     }
-    if !settings.th_single_ch.is_finite() || settings.th_single_ch <= 0.0 {
+    if settings.thresholds.is_empty()
+        || settings
+            .thresholds
+            .iter()
+            .any(|th| !th.is_finite() || *th <= 0.0)
+    {
         return setting(
             "Th_single_ch",
-            format!("must be finite and positive, got {}", settings.th_single_ch),
+            format!(
+                "needs at least one threshold, each finite and positive, got {:?}",
+                settings.thresholds
+            ),
         );
     }
     if settings.nt == 0 || settings.nt.is_multiple_of(2) {
@@ -400,44 +438,53 @@ mod tests {
     }
 
     /// The rule of [`ClipHarvester`] on the whole recording, in `f64`: the `(channel, sample)`
-    /// of each kept clip, sorted, the clips, and the number of peaks before isolation.
+    /// of each kept clip (isolated at any of the thresholds), sorted, the clips, and the
+    /// number of peaks before isolation at the first threshold.
     fn reference(x: &[f32], settings: &ClipSettings) -> (Vec<(usize, u64)>, Vec<f32>, usize) {
         let a = |c: usize, t: usize| f64::from(x[c * SAMPLES + t]).abs();
-        let th = f64::from(settings.th_single_ch);
-        let mut peak = vec![false; CHANNELS * SAMPLES];
-        for c in 0..CHANNELS {
-            for t in 0..SAMPLES {
-                let mut largest = f64::NEG_INFINITY;
-                for other in c.saturating_sub(4)..=(c + 4).min(CHANNELS - 1) {
-                    for s in t.saturating_sub(5)..=(t + 5).min(SAMPLES - 1) {
-                        largest = largest.max(a(other, s));
-                    }
-                }
-                peak[c * SAMPLES + t] = a(c, t) > th && a(c, t) == largest;
-            }
-        }
         let mut kept = Vec::new();
-        let mut clips = Vec::new();
-        for c in 0..CHANNELS {
-            for t in 0..SAMPLES {
-                if !peak[c * SAMPLES + t] {
-                    continue;
-                }
-                let mut count = 0;
-                for other in c.saturating_sub(6)..=(c + 6).min(CHANNELS - 1) {
-                    for s in t.saturating_sub(30)..=(t + 30).min(SAMPLES - 1) {
-                        count += usize::from(peak[other * SAMPLES + s]);
+        let mut first_peaks = None;
+        for &th in &settings.thresholds {
+            let th = f64::from(th);
+            let mut peak = vec![false; CHANNELS * SAMPLES];
+            for c in 0..CHANNELS {
+                for t in 0..SAMPLES {
+                    let mut largest = f64::NEG_INFINITY;
+                    for other in c.saturating_sub(4)..=(c + 4).min(CHANNELS - 1) {
+                        for s in t.saturating_sub(5)..=(t + 5).min(SAMPLES - 1) {
+                            largest = largest.max(a(other, s));
+                        }
                     }
+                    peak[c * SAMPLES + t] = a(c, t) > th && a(c, t) == largest;
                 }
-                let fits = t >= settings.nt0min && t - settings.nt0min + settings.nt <= SAMPLES;
-                if count == 1 && fits {
-                    kept.push((c, t as u64));
-                    let first = c * SAMPLES + t - settings.nt0min;
-                    clips.extend_from_slice(&x[first..first + settings.nt]);
+            }
+            first_peaks.get_or_insert(peak.iter().filter(|&&p| p).count());
+            for c in 0..CHANNELS {
+                for t in 0..SAMPLES {
+                    if !peak[c * SAMPLES + t] {
+                        continue;
+                    }
+                    let mut count = 0;
+                    for other in c.saturating_sub(6)..=(c + 6).min(CHANNELS - 1) {
+                        for s in t.saturating_sub(30)..=(t + 30).min(SAMPLES - 1) {
+                            count += usize::from(peak[other * SAMPLES + s]);
+                        }
+                    }
+                    let fits = t >= settings.nt0min && t - settings.nt0min + settings.nt <= SAMPLES;
+                    if count == 1 && fits {
+                        kept.push((c, t as u64));
+                    }
                 }
             }
         }
-        (kept, clips, peak.iter().filter(|&&p| p).count())
+        kept.sort_unstable();
+        kept.dedup();
+        let mut clips = Vec::new();
+        for &(c, t) in &kept {
+            let first = c * SAMPLES + t as usize - settings.nt0min;
+            clips.extend_from_slice(&x[first..first + settings.nt]);
+        }
+        (kept, clips, first_peaks.unwrap_or(0))
     }
 
     /// The device window of `window` over the recording `x`.
@@ -496,7 +543,7 @@ mod tests {
         for window in [SAMPLES, 1157, 800] {
             let schedule = ChunkSchedule::symmetric(SAMPLES as u64, window as u64, 40).unwrap();
             for_each_runtime(|_, client| {
-                let harvester = harvest_all(client, &x, &schedule, settings);
+                let harvester = harvest_all(client, &x, &schedule, settings.clone());
                 assert_eq!(harvester.halo(), 40);
                 assert_eq!(harvester.len(), expected.len());
                 assert_eq!(harvester.clips().len(), expected.len() * settings.nt);
@@ -560,7 +607,7 @@ mod tests {
         assert!(expected.len() > 3 * 70, "{}", expected.len());
         let schedule = ChunkSchedule::symmetric(SAMPLES as u64, SAMPLES as u64, 0).unwrap();
         for_each_runtime(|_, client| {
-            let harvester = harvest_all(client, &x, &schedule, settings);
+            let harvester = harvest_all(client, &x, &schedule, settings.clone());
             assert_eq!(sorted(&harvester), (expected.clone(), clips.clone()));
         });
     }
@@ -569,7 +616,7 @@ mod tests {
     fn universal_harvest_other_settings_and_longer_halos() {
         let x = recording(5);
         let settings = ClipSettings {
-            th_single_ch: 7.5,
+            thresholds: vec![7.5],
             nt: 31,
             nt0min: 3,
             max_clips: 1000,
@@ -577,16 +624,50 @@ mod tests {
         let (expected, clips, _) = reference(&x, &settings);
         assert!(!expected.is_empty());
         for_each_runtime(|_, client| {
-            let halo = ClipHarvester::new(client, CHANNELS, settings)
+            let halo = ClipHarvester::new(client, CHANNELS, settings.clone())
                 .unwrap()
                 .halo();
             assert_eq!(halo, 35);
             for (window, halo) in [(700, halo), (1000, 97)] {
                 let schedule =
                     ChunkSchedule::symmetric(SAMPLES as u64, window, halo as u64).unwrap();
-                let harvester = harvest_all(client, &x, &schedule, settings);
+                let harvester = harvest_all(client, &x, &schedule, settings.clone());
                 assert_eq!(sorted(&harvester), (expected.clone(), clips.clone()));
             }
+        });
+    }
+
+    #[test]
+    fn universal_harvest_pools_several_thresholds_once_each() {
+        // EMUsort's thresholds: a peak crowded at 6 can be isolated at 9 or 12; one isolated
+        // at several thresholds is one clip.
+        let x = recording(11);
+        let settings = ClipSettings {
+            thresholds: vec![6.0, 9.0, 12.0, 15.0],
+            ..ClipSettings::default()
+        };
+        let (pooled, clips, _) = reference(&x, &settings);
+        let (single, _, _) = reference(&x, &ClipSettings::default());
+        let (at_nine, _, _) = reference(
+            &x,
+            &ClipSettings {
+                thresholds: vec![9.0],
+                ..ClipSettings::default()
+            },
+        );
+        assert!(
+            pooled.len() > single.len(),
+            "{} {}",
+            pooled.len(),
+            single.len()
+        );
+        let both = at_nine.iter().filter(|p| single.contains(p)).count();
+        assert!(both > 0, "no position isolated at both 6 and 9");
+        assert!(pooled.len() < single.len() + at_nine.len());
+        let schedule = ChunkSchedule::symmetric(SAMPLES as u64, 900, 40).unwrap();
+        for_each_runtime(|_, client| {
+            let harvester = harvest_all(client, &x, &schedule, settings.clone());
+            assert_eq!(sorted(&harvester), (pooled.clone(), clips.clone()));
         });
     }
 
@@ -612,7 +693,7 @@ mod tests {
                     max_clips,
                     ..ClipSettings::default()
                 };
-                let harvester = harvest_all(client, &x, &schedule, settings);
+                let harvester = harvest_all(client, &x, &schedule, settings.clone());
                 assert_eq!(harvester.len(), kept, "max_clips {max_clips}");
                 assert_eq!(
                     harvester.is_full(),
@@ -668,11 +749,15 @@ mod tests {
         for_each_runtime(|_, client| {
             let bad = [
                 ClipSettings {
-                    th_single_ch: f32::NAN,
+                    thresholds: vec![f32::NAN],
                     ..ClipSettings::default()
                 },
                 ClipSettings {
-                    th_single_ch: 0.0,
+                    thresholds: vec![6.0, 0.0],
+                    ..ClipSettings::default()
+                },
+                ClipSettings {
+                    thresholds: Vec::new(),
                     ..ClipSettings::default()
                 },
                 ClipSettings {

@@ -5,35 +5,19 @@ use dspk_core::rng::SplitMix64;
 use super::UniversalTemplates;
 use super::kmeans::kmeans;
 use super::pca::principal_components;
-use crate::{Error, Result};
+use crate::{ClipScaling, Error, Result};
 
 /// k-means restarts (sklearn's `n_init`, as Kilosort4 sets it).
 const KMEANS_RUNS: usize = 10;
 
 /// Universal templates learned from `clips` (`n x nt` row-major, e.g.
-/// [`ClipHarvester::clips`](super::ClipHarvester::clips)), on the host in `f64`:
-///
-/// 1. each clip is scaled to unit L2 norm (all-zero clips are left out);
-/// 2. `wPCA` (`p x nt`): the top `p` principal directions of the normalised clips without
-///    centring, i.e. the eigenvectors of their `nt x nt` Gram matrix with the largest
-///    eigenvalues, largest first, each signed so that its largest-magnitude entry is positive
-///    (sklearn's `svd_flip`). This is the exact, deterministic counterpart of the randomized
-///    `TruncatedSVD` Kilosort4 uses, which approximates the same vectors;
-/// 3. `wTEMP` (`k x nt`): k-means of the normalised clips into `k` clusters (greedy k-means++
-///    starts with `2 + floor(ln k)` candidates per centre, Lloyd iterations up to 300 with
-///    tolerance `1e-4` times the mean per-column variance of the clips, 10 restarts keeping the
-///    least inertia), every random draw from a [`SplitMix64`] seeded with `seed`; the centroids
-///    are then scaled to unit L2 norm (an all-zero centroid stays zero).
-///
-/// The same clips and seed give the same templates, bit for bit, on any machine. They differ
-/// from Kilosort's own (whose draws come from numpy's global generator) by the choice of
-/// random numbers, and by the SVD's random error.
+/// [`ClipHarvester::clips`](super::ClipHarvester::clips)), on the host in `f64`, as Kilosort4
+/// learns them: [`scale_clips`] with [`ClipScaling::UnitNorm`], then
+/// [`learn_templates_scaled`] on every clip.
 ///
 /// # Errors
 ///
-/// [`Error::Setting`] when `k` or `p` is 0, `p > nt`, `nt` is even or 0, or `nt0min >= nt`;
-/// [`Error::Input`] when `clips` is not a whole number of rows of `nt`, holds a non-finite
-/// value, or has fewer than `k` non-zero clips; [`Error::Ops`] when the eigensolver fails.
+/// As [`scale_clips`] and [`learn_templates_scaled`].
 pub fn learn_templates(
     clips: &[f32],
     nt: usize,
@@ -42,6 +26,88 @@ pub fn learn_templates(
     p: usize,
     seed: u64,
 ) -> Result<UniversalTemplates> {
+    check_shape(nt, nt0min, k, p)?;
+    let x = scale_clips(clips, nt, ClipScaling::UnitNorm)?;
+    learn_templates_scaled(&x, None, nt, nt0min, k, p, seed)
+}
+
+/// Universal templates from clips already scaled by [`scale_clips`] (`n x nt` row-major):
+///
+/// 1. `wPCA` (`p x nt`): the top `p` principal directions of **all** the clips without
+///    centring, i.e. the eigenvectors of their `nt x nt` Gram matrix with the largest
+///    eigenvalues, largest first, each signed so that its largest-magnitude entry is positive
+///    (sklearn's `svd_flip`). This is the exact, deterministic counterpart of the randomized
+///    `TruncatedSVD` Kilosort4 uses, which approximates the same vectors;
+/// 2. `wTEMP` (`k x nt`): k-means of the clips `keep` marks (all when `None`; EMUsort drops
+///    HDBSCAN's outliers here) into `k` clusters (greedy k-means++ starts with
+///    `2 + floor(ln k)` candidates per centre, Lloyd iterations up to 300 with tolerance
+///    `1e-4` times the mean per-column variance of the clips, 10 restarts keeping the least
+///    inertia), every random draw from a [`SplitMix64`] seeded with `seed`; the centroids are
+///    then scaled to unit L2 norm (an all-zero centroid stays zero).
+///
+/// The same clips and seed give the same templates, bit for bit, on any machine. They differ
+/// from Kilosort's own (whose draws come from numpy's global generator) by the choice of
+/// random numbers, and by the SVD's random error.
+///
+/// # Errors
+///
+/// [`Error::Setting`] when `k` or `p` is 0, `p > nt`, `nt` is even or 0, or `nt0min >= nt`;
+/// [`Error::Input`] when `scaled` is not a whole number of rows of `nt`, `keep` has another
+/// length, or fewer than `k` clips are kept; [`Error::Ops`] when the eigensolver fails.
+pub fn learn_templates_scaled(
+    scaled: &[f64],
+    keep: Option<&[bool]>,
+    nt: usize,
+    nt0min: usize,
+    k: usize,
+    p: usize,
+    seed: u64,
+) -> Result<UniversalTemplates> {
+    check_shape(nt, nt0min, k, p)?;
+    let input = |reason: String| Error::Input {
+        what: "universal templates: clips",
+        reason,
+    };
+    if !scaled.len().is_multiple_of(nt) {
+        return Err(input(format!(
+            "{} values are not whole clips of {nt}",
+            scaled.len()
+        )));
+    }
+    let n = scaled.len() / nt;
+    let kept: Vec<f64> = match keep {
+        None => scaled.to_vec(),
+        Some(keep) if keep.len() == n => scaled
+            .chunks_exact(nt)
+            .zip(keep)
+            .filter(|(_, kept)| **kept)
+            .flat_map(|(clip, _)| clip.iter().copied())
+            .collect(),
+        Some(keep) => {
+            return Err(input(format!("{} keep marks for {n} clips", keep.len())));
+        }
+    };
+    if kept.len() / nt < k {
+        return Err(input(format!(
+            "{} clips to cluster, fewer than the {k} templates to learn",
+            kept.len() / nt
+        )));
+    }
+    let wpca = principal_components(scaled, nt, p)?;
+    let mut rng = SplitMix64::new(seed);
+    let mut wtemp = kmeans(&kept, nt, k, KMEANS_RUNS, &mut rng).centres;
+    for centre in wtemp.chunks_exact_mut(nt) {
+        let norm = centre.iter().map(|v| v * v).sum::<f64>().sqrt();
+        if norm > 0.0 {
+            centre.iter_mut().for_each(|v| *v /= norm);
+        }
+    }
+    let single = |values: Vec<f64>| values.into_iter().map(|v| v as f32).collect();
+    UniversalTemplates::new(nt, nt0min, single(wtemp), single(wpca))
+}
+
+/// Checks the template shape and counts.
+fn check_shape(nt: usize, nt0min: usize, k: usize, p: usize) -> Result<()> {
     let setting = |name, reason: String| Err(Error::Setting { name, reason });
     if nt == 0 || nt.is_multiple_of(2) {
         return setting("nt", format!("the template length must be odd, got {nt}"));
@@ -58,34 +124,26 @@ pub fn learn_templates(
     if p == 0 || p > nt {
         return setting("n_pcs", format!("must be within 1..={nt}, got {p}"));
     }
-    let x = normalised(clips, nt)?;
-    let n = x.len() / nt;
-    if n < k {
-        return Err(Error::Input {
-            what: "universal templates: clips",
-            reason: format!("{n} non-zero clips, fewer than the {k} templates to learn"),
-        });
-    }
-    let wpca = principal_components(&x, nt, p)?;
-    let mut rng = SplitMix64::new(seed);
-    let mut wtemp = kmeans(&x, nt, k, KMEANS_RUNS, &mut rng).centres;
-    for centre in wtemp.chunks_exact_mut(nt) {
-        let norm = centre.iter().map(|v| v * v).sum::<f64>().sqrt();
-        if norm > 0.0 {
-            centre.iter_mut().for_each(|v| *v /= norm);
-        }
-    }
-    let single = |values: Vec<f64>| values.into_iter().map(|v| v as f32).collect();
-    UniversalTemplates::new(nt, nt0min, single(wtemp), single(wpca))
+    Ok(())
 }
 
-/// The clips in `f64`, each scaled to unit L2 norm, all-zero clips left out.
-fn normalised(clips: &[f32], nt: usize) -> Result<Vec<f64>> {
+/// The clips (`n x nt` row-major) in `f64`, scaled as `scaling` says:
+/// [`ClipScaling::UnitNorm`] divides each clip by its L2 norm and leaves all-zero clips out
+/// (Kilosort4); [`ClipScaling::Global`] divides every clip by `sqrt(std(‖clip‖²))`, the
+/// population standard deviation over clips of their squared norms (numpy's `std`,
+/// `ddof = 0`), keeping every clip and their relative sizes (EMUsort).
+///
+/// # Errors
+///
+/// [`Error::Input`] when `clips` is not a whole number of rows of `nt`, holds a non-finite
+/// value, or, with [`ClipScaling::Global`], its squared norms do not vary (fewer than two
+/// clips, or all of one size: the scale would be 0).
+pub fn scale_clips(clips: &[f32], nt: usize, scaling: ClipScaling) -> Result<Vec<f64>> {
     let input = |reason: String| Error::Input {
         what: "universal templates: clips",
         reason,
     };
-    if !clips.len().is_multiple_of(nt) {
+    if nt == 0 || !clips.len().is_multiple_of(nt) {
         return Err(input(format!(
             "{} values are not whole clips of {nt}",
             clips.len()
@@ -99,18 +157,35 @@ fn normalised(clips: &[f32], nt: usize) -> Result<Vec<f64>> {
             clips[i]
         )));
     }
-    let mut out = Vec::with_capacity(clips.len());
-    for clip in clips.chunks_exact(nt) {
-        let norm = clip
-            .iter()
-            .map(|&v| f64::from(v) * f64::from(v))
-            .sum::<f64>()
-            .sqrt();
-        if norm > 0.0 {
-            out.extend(clip.iter().map(|&v| f64::from(v) / norm));
+    let squared: Vec<f64> = clips
+        .chunks_exact(nt)
+        .map(|clip| clip.iter().map(|&v| f64::from(v) * f64::from(v)).sum())
+        .collect();
+    match scaling {
+        ClipScaling::UnitNorm => {
+            let mut out = Vec::with_capacity(clips.len());
+            for (clip, &sq) in clips.chunks_exact(nt).zip(&squared) {
+                if sq > 0.0 {
+                    let norm = sq.sqrt();
+                    out.extend(clip.iter().map(|&v| f64::from(v) / norm));
+                }
+            }
+            Ok(out)
+        }
+        ClipScaling::Global => {
+            let n = squared.len() as f64;
+            let mean = squared.iter().sum::<f64>() / n;
+            let variance = squared.iter().map(|s| (s - mean).powi(2)).sum::<f64>() / n;
+            let scale = variance.sqrt().sqrt();
+            if !(scale.is_finite() && scale > 0.0) {
+                return Err(input(format!(
+                    "{} clips whose squared norms do not vary: no global scale",
+                    squared.len()
+                )));
+            }
+            Ok(clips.iter().map(|&v| f64::from(v) / scale).collect())
         }
     }
-    Ok(out)
 }
 
 #[cfg(test)]
@@ -224,7 +299,7 @@ mod tests {
             assert!(projected > 0.99, "{projected}");
         }
         // The components are ordered by variance explained (Rayleigh quotients descending).
-        let normalised = normalised(&data, NT).unwrap();
+        let normalised = scale_clips(&data, NT, ClipScaling::UnitNorm).unwrap();
         let explained: Vec<f64> = pcs
             .iter()
             .map(|pc| {
@@ -238,12 +313,44 @@ mod tests {
     }
 
     #[test]
+    fn global_scaling_keeps_relative_sizes_and_outliers_leave_kmeans() {
+        // Squared norms 1, 4, 9 and 0 (an all-zero clip, kept).
+        let mut data = vec![0f32; 4 * NT];
+        data[0] = 1.0;
+        data[NT + 3] = -2.0;
+        data[2 * NT + 5] = 3.0;
+        let squared = [1.0f64, 4.0, 9.0, 0.0];
+        let mean = squared.iter().sum::<f64>() / 4.0;
+        let std = (squared.iter().map(|s| (s - mean).powi(2)).sum::<f64>() / 4.0).sqrt();
+        let x = scale_clips(&data, NT, ClipScaling::Global).unwrap();
+        assert_eq!(x.len(), 4 * NT);
+        assert!((x[2 * NT + 5] / x[0] - 3.0).abs() < 1e-12);
+        assert!((x[0] - 1.0 / std.sqrt()).abs() < 1e-12);
+        // Clips all of one size have no global scale.
+        let same = vec![1f32; 3 * NT];
+        assert!(scale_clips(&same, NT, ClipScaling::Global).is_err());
+        assert!(scale_clips(&data[..NT], NT, ClipScaling::Global).is_err());
+        // Clips left out of k-means change the templates, not wPCA (learned on all).
+        let data = clips(30, 8);
+        let x = scale_clips(&data, NT, ClipScaling::Global).unwrap();
+        let n = x.len() / NT;
+        let all = learn_templates_scaled(&x, None, NT, 20, 3, 3, 42).unwrap();
+        let keep: Vec<bool> = (0..n).map(|i| i % 3 != 2).collect();
+        let some = learn_templates_scaled(&x, Some(&keep), NT, 20, 3, 3, 42).unwrap();
+        assert_eq!(all.wpca(), some.wpca());
+        assert_ne!(all.wtemp(), some.wtemp());
+        assert!(learn_templates_scaled(&x, Some(&keep[1..]), NT, 20, 3, 3, 42).is_err());
+        let none = vec![false; n];
+        assert!(learn_templates_scaled(&x, Some(&none), NT, 20, 3, 3, 42).is_err());
+    }
+
+    #[test]
     fn universal_learn_is_deterministic() {
         let data = clips(30, 8);
         let first = learn_templates(&data, NT, 20, 4, 3, 42).unwrap();
         assert_eq!(first, learn_templates(&data, NT, 20, 4, 3, 42).unwrap());
         // Another seed: possibly other centres, but as good a clustering.
-        let x = normalised(&data, NT).unwrap();
+        let x = scale_clips(&data, NT, ClipScaling::UnitNorm).unwrap();
         let a = kmeans(&x, NT, 4, KMEANS_RUNS, &mut SplitMix64::new(42));
         let b = kmeans(&x, NT, 4, KMEANS_RUNS, &mut SplitMix64::new(7));
         assert!(
@@ -300,7 +407,10 @@ mod tests {
             other => panic!("{needle}: {other:?}"),
         };
         // 9 shaped clips and one zero clip: the zero one does not count.
-        input(learn_templates(&data, NT, 20, 10, 3, 1), "9 non-zero clips");
+        input(
+            learn_templates(&data, NT, 20, 10, 3, 1),
+            "9 clips to cluster",
+        );
         input(
             learn_templates(&data[..NT * 2 + 5], NT, 20, 1, 3, 1),
             "whole clips",

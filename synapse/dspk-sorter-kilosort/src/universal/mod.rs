@@ -16,7 +16,7 @@ mod npz;
 mod pca;
 
 pub use clips::{ClipHarvester, ClipSettings};
-pub use learn::learn_templates;
+pub use learn::{learn_templates, learn_templates_scaled, scale_clips};
 
 use crate::{Error, Result};
 
