@@ -5,11 +5,11 @@ use cubecl::prelude::*;
 use cubecl::server::Handle;
 
 use super::kernel;
-use super::plan::Plan;
+use super::plan::{COEFS, Plan};
 use crate::array::upload;
 use crate::buffers::GrowingBuffer;
+use crate::design::Sos;
 use crate::design::host::sosfiltfilt_padlen;
-use crate::design::{Sos, sosfilt_zi};
 use crate::launch::{CUBE_DIM, cube_count};
 use crate::pipeline::Stage;
 use crate::{DeviceArray, Error, Result, Shape};
@@ -101,11 +101,7 @@ impl SosFilter {
     /// [`Error::InvalidParameter`] for more than [`MAX_SECTIONS`] sections, or a filter that
     /// does not settle (a pole on or outside the unit circle).
     pub fn forward(sos: &Sos, initial: Initial) -> Result<Self> {
-        let zi = match initial {
-            Initial::Zero => Vec::new(),
-            Initial::SteadyState => sosfilt_zi(sos)?,
-        };
-        Self::from_parts(sos, &zi, Mode::Forward(initial), settling(sos)?)
+        Self::from_parts(sos, Mode::Forward(initial), settling(sos)?)
     }
 
     /// `scipy.signal.sosfiltfilt(sos, x)` along time: odd padding of scipy's default `padlen`
@@ -118,12 +114,7 @@ impl SosFilter {
     /// As [`forward`](Self::forward), and for a section with a pole at `z = 1`.
     pub fn zero_phase(sos: &Sos) -> Result<Self> {
         let padlen = sosfiltfilt_padlen(sos);
-        Self::from_parts(
-            sos,
-            &sosfilt_zi(sos)?,
-            Mode::ZeroPhase { padlen },
-            settling(sos)?,
-        )
+        Self::from_parts(sos, Mode::ZeroPhase { padlen }, settling(sos)?)
     }
 
     /// The zero-phase filter with `padlen` samples of odd padding instead of scipy's default
@@ -137,8 +128,8 @@ impl SosFilter {
     }
 
     /// A filter from a design (its rows are finite with `a0 = 1`, checked by [`Sos::new`]), the
-    /// steady-state initial state per section (`sosfilt_zi`), the mode and the settling length.
-    fn from_parts(sos: &Sos, zi: &[[f64; 2]], mode: Mode, settling: usize) -> Result<Self> {
+    /// mode and the settling length.
+    fn from_parts(sos: &Sos, mode: Mode, settling: usize) -> Result<Self> {
         let sections = sos.sections();
         if sections.len() > MAX_SECTIONS {
             return Err(Error::InvalidParameter {
@@ -151,7 +142,7 @@ impl SosFilter {
         }
         let initial_state = match mode {
             Mode::Forward(Initial::Zero) => vec![0.0; 2 * sections.len()],
-            _ => zi.iter().flatten().copied().collect(),
+            _ => Plan::new(sections, 1).steady_state()?,
         };
         Ok(Self {
             sections: sections.to_vec(),
@@ -230,6 +221,17 @@ impl SosFilter {
         let (channels, samples) = (input.channels(), input.samples());
         let out_len = self.output_len(samples);
         output.expect_shape("sos filter: output", Shape::new(channels, out_len))?;
+        if let Mode::ZeroPhase { padlen } = self.mode
+            && samples <= padlen
+        {
+            return Err(Error::InvalidParameter {
+                what: "sosfiltfilt: samples",
+                reason: format!(
+                    "{samples} samples per channel; the zero-phase filter needs more than \
+                     padlen = {padlen} (scipy's sosfiltfilt refuses these too)"
+                ),
+            });
+        }
         if input.is_empty() {
             return Ok(());
         }
@@ -255,52 +257,42 @@ impl SosFilter {
                 },
             ),
             Mode::ZeroPhase { padlen } => {
-                if samples <= padlen {
-                    Err(Error::InvalidParameter {
-                        what: "sosfiltfilt: samples",
-                        reason: format!(
-                            "{samples} samples per channel; the zero-phase filter needs more \
-                             than padlen = {padlen}"
-                        ),
+                let extended = samples + 2 * padlen;
+                Shape::new(channels, extended)
+                    .values("sosfiltfilt intermediate")
+                    .map(|values| device.intermediate.get(client, values))
+                    .and_then(|intermediate| {
+                        self.pass(
+                            client,
+                            &mut device,
+                            Pass {
+                                src: input,
+                                dst: &intermediate,
+                                channels,
+                                src_len: samples,
+                                pad: padlen,
+                                reverse: false,
+                                out_len: extended,
+                                out_offset: 0,
+                                stride: 1,
+                            },
+                        )?;
+                        self.pass(
+                            client,
+                            &mut device,
+                            Pass {
+                                src: &intermediate,
+                                dst: output,
+                                channels,
+                                src_len: extended,
+                                pad: 0,
+                                reverse: true,
+                                out_len,
+                                out_offset: padlen,
+                                stride: self.decimation,
+                            },
+                        )
                     })
-                } else {
-                    let extended = samples + 2 * padlen;
-                    Shape::new(channels, extended)
-                        .values("sosfiltfilt intermediate")
-                        .map(|values| device.intermediate.get(client, values))
-                        .and_then(|intermediate| {
-                            self.pass(
-                                client,
-                                &mut device,
-                                Pass {
-                                    src: input,
-                                    dst: &intermediate,
-                                    channels,
-                                    src_len: samples,
-                                    pad: padlen,
-                                    reverse: false,
-                                    out_len: extended,
-                                    out_offset: 0,
-                                    stride: 1,
-                                },
-                            )?;
-                            self.pass(
-                                client,
-                                &mut device,
-                                Pass {
-                                    src: &intermediate,
-                                    dst: output,
-                                    channels,
-                                    src_len: extended,
-                                    pad: 0,
-                                    reverse: true,
-                                    out_len,
-                                    out_offset: padlen,
-                                    stride: self.decimation,
-                                },
-                            )
-                        })
-                }
             }
         };
         self.device = Some(device);
@@ -342,7 +334,7 @@ impl SosFilter {
         for finish in [false, true] {
             // SAFETY: `src` holds `src_values` and `dst` `dst_values` values (typed arrays of
             // those shapes, checked where they were made, or allocated for them), `states` holds `units * 2 * sections`, `coefs`
-            // `5 * sections`; the kernel bounds its unit by `channels * blocks`, reads the
+            // `COEFS * sections`; the kernel bounds its unit by `channels * blocks`, reads the
             // virtual sequence only inside each channel's `src_len` values (`src_len > pad`),
             // and writes only output indices below `out_len`.
             unsafe {
@@ -353,7 +345,7 @@ impl SosFilter {
                     BufferArg::from_raw_parts(pass.src.clone(), src_values),
                     BufferArg::from_raw_parts(pass.dst.clone(), dst_values),
                     BufferArg::from_raw_parts(states.clone(), state_values),
-                    BufferArg::from_raw_parts(device.coefs.clone(), 5 * sections),
+                    BufferArg::from_raw_parts(device.coefs.clone(), COEFS * sections),
                     channels,
                     src_len,
                     pad,
@@ -458,12 +450,14 @@ impl Stage for SosFilter {
 mod tests {
     //! The blocked kernels against an independent sample-by-sample `f64` run of the same
     //! cascade ([`crate::design::host::sosfilt`], direct form II transposed, none of the
-    //! kernels' block transition matrices), on random stable sections and random initial
-    //! states (design-independent; the scipy comparisons live in `tests/filters.rs`).
+    //! kernels' block transition matrices nor their increment form), on random stable
+    //! sections (design-independent; the scipy comparisons live in `tests/filters.rs` and
+    //! `tests/low_cut.rs`).
     use dspk_core::test_util::{Rng, assert_close, for_each_runtime};
 
     use super::*;
     use crate::design::host::sosfilt;
+    use crate::design::sosfilt_zi;
 
     /// `n` random stable sections (pole radius 0.2 to 0.97).
     fn random_sos(rng: &mut Rng, n: usize) -> Sos {
@@ -502,6 +496,37 @@ mod tests {
         y[pad..pad + n].to_vec()
     }
 
+    /// scipy's `sosfiltfilt` raises for `len(x) <= padlen`, empty inputs included; so must the
+    /// zero-phase filter (and the IIR decimator built on it), while a forward filter of an
+    /// empty window is a no-op.
+    #[test]
+    fn zero_phase_refuses_inputs_not_longer_than_padlen() {
+        for_each_runtime(|_, client| {
+            let sos = random_sos(&mut Rng::new(3), 2);
+            for (channels, samples) in [(2, 0), (0, 0), (3, 15), (1, 2)] {
+                let input = DeviceArray::empty(client, channels, samples).unwrap();
+                let output = DeviceArray::empty(client, channels, samples).unwrap();
+                let mut filter = SosFilter::zero_phase(&sos).unwrap();
+                let result = filter.run(client, &input, &output);
+                assert!(
+                    matches!(result, Err(Error::InvalidParameter { .. })),
+                    "{channels}x{samples}: {result:?}"
+                );
+                let mut decimate =
+                    crate::Decimate::new(2, crate::design::host::DecimateFilter::Iir).unwrap();
+                let decimated =
+                    DeviceArray::empty(client, channels, decimate.output_len(samples)).unwrap();
+                let result = decimate.run(client, &input, &decimated);
+                assert!(
+                    matches!(result, Err(Error::InvalidParameter { .. })),
+                    "decimate {channels}x{samples}: {result:?}"
+                );
+                let mut forward = SosFilter::forward(&sos, Initial::SteadyState).unwrap();
+                forward.run(client, &input, &output).unwrap();
+            }
+        });
+    }
+
     #[test]
     fn blocked_filter_equals_sample_by_sample() {
         for_each_runtime(|_, client| {
@@ -514,11 +539,9 @@ mod tests {
                 (4, 999, 4, 1, 3),
             ] {
                 let sos = random_sos(&mut rng, n_sections);
-                let zi: Vec<[f64; 2]> = (0..n_sections)
-                    .map(|_| [rng.uniform(-1.0, 1.0), rng.uniform(-1.0, 1.0)])
-                    .collect();
+                let zi = sosfilt_zi(&sos).unwrap();
                 let x: Vec<f64> = (0..channels * samples)
-                    .map(|_| rng.uniform(-100.0, 100.0))
+                    .map(|_| rng.uniform(-100.0, 100.0) + 300.0)
                     .collect();
                 let x32: Vec<f32> = x.iter().map(|&v| v as f32).collect();
                 let input = DeviceArray::from_host(client, &x32, channels, samples).unwrap();
@@ -531,7 +554,7 @@ mod tests {
                     modes.push(Mode::ZeroPhase { padlen: pad });
                 }
                 for mode in modes {
-                    let mut filter = SosFilter::from_parts(&sos, &zi, mode, 0)
+                    let mut filter = SosFilter::from_parts(&sos, mode, 0)
                         .unwrap()
                         .with_block_len(block_len)
                         .unwrap();

@@ -17,8 +17,10 @@
 //! (`2 x[0] - x[pad - i]` before, `2 x[n-1] - x[2(n-1) - j]` after, as scipy's
 //! `padtype="odd"`), optionally in reverse order; outputs are written where
 //! `position - out_offset` falls in the output, every `out_stride`-th one (decimation).
-//! State layout per section, direct form II transposed as scipy's `sosfilt`:
-//! `y = b0 u + z0; z0 = b1 u - a1 y + z1; z1 = b2 u - a2 y`.
+//! State per section in increment form (see `plan.rs`, coefficients `[d, c0, c1, e00, e01,
+//! e10, e11]`): `y = d u + c0 x0 + c1 x1; x0 += e00 x0 + e01 x1 + u; x1 += e10 x0 + e11 x1`,
+//! and the scan adds `(P - I) s` rather than multiplying by `P`, so poles near `z = 1` keep
+//! their distance to 1 in `f32`.
 
 use cubecl::prelude::*;
 
@@ -47,16 +49,22 @@ fn virtual_position(v: u32, virtual_len: u32, #[comptime] reverse: bool) -> u32 
     if reverse { virtual_len - 1 - v } else { v }
 }
 
-/// One sample `u` through the cascade (`coef`: `[b0, b1, b2, a1, a2]` per section; `z`: the
-/// two states per section, updated); returns the last section's output.
+/// Coefficients per section (`[d, c0, c1, e00, e01, e10, e11]`).
+const COEFS: usize = 7;
+
+/// One sample `u` through the cascade (`coef`: [`COEFS`] per section; `z`: the two states per
+/// section, updated); returns the last section's output.
 #[cube]
 fn cascade(u: f32, coef: &Array<f32>, z: &mut Array<f32>, #[comptime] sections: usize) -> f32 {
     let mut u = u;
     #[unroll]
     for s in 0..sections {
-        let y = coef[5 * s] * u + z[2 * s];
-        z[2 * s] = coef[5 * s + 1] * u - coef[5 * s + 3] * y + z[2 * s + 1];
-        z[2 * s + 1] = coef[5 * s + 2] * u - coef[5 * s + 4] * y;
+        let c = COEFS * s;
+        let x0 = z[2 * s];
+        let x1 = z[2 * s + 1];
+        let y = coef[c] * u + coef[c + 1] * x0 + coef[c + 2] * x1;
+        z[2 * s] = x0 + (coef[c + 3] * x0 + coef[c + 4] * x1 + u);
+        z[2 * s + 1] = x1 + (coef[c + 5] * x0 + coef[c + 6] * x1);
         u = y;
     }
     u
@@ -86,7 +94,7 @@ fn write_output(
 
 /// Runs the cascade over one block per unit; `finish = false` records the zero-start final
 /// state in `states`, `finish = true` starts from `states` and writes outputs to `dst`.
-/// `coefs` holds `[b0, b1, b2, a1, a2]` per section (`a0 = 1`).
+/// `coefs` holds [`COEFS`] values per section.
 #[allow(clippy::too_many_arguments)]
 #[cube(launch_unchecked)]
 pub(super) fn sos_blocks(
@@ -121,9 +129,9 @@ pub(super) fn sos_blocks(
         let dst_base = channel * usize::cast_from(out_len);
         let state_base = unit * (2 * sections);
 
-        let mut coef = Array::<f32>::new(5 * sections);
+        let mut coef = Array::<f32>::new(COEFS * sections);
         #[unroll]
-        for i in 0..5 * sections {
+        for i in 0..COEFS * sections {
             coef[i] = coefs[i];
         }
         let mut z = Array::<f32>::new(2 * sections);
@@ -176,7 +184,8 @@ pub(super) fn sos_blocks(
 }
 
 /// One block of the scan: `next` receives the state at the block's start (`s` on entry) and
-/// `s` becomes `P s + z[offset..offset + dim]`, the state at the block's end.
+/// `s` becomes `s + (p s + z[offset..offset + dim])`, the state at the block's end (`p` is
+/// `P - I`).
 #[cube]
 fn scan_step(
     p: &Array<f32>,
@@ -197,15 +206,16 @@ fn scan_step(
         for k in 0..dim {
             acc += p[i * dim + k] * next[k];
         }
-        s[i] = acc;
+        s[i] = next[i] + acc;
     }
 }
 
 /// Joins the blocks of each channel (one unit per channel): replaces each block's zero-start
 /// final state in `states` by the true state at the block's start. The first block starts
 /// from `initial * x0`, `x0` being the first value of the virtual sequence (zero `initial`
-/// for a zero start, scipy's `sosfilt_zi` for a steady-state start). `transition` is the
-/// row-major `2 sections x 2 sections` state map over one full block.
+/// for a zero start, the steady state under a unit input for a steady-state start).
+/// `transition` is the row-major `2 sections x 2 sections` state map over one full block minus
+/// the identity.
 #[allow(clippy::too_many_arguments)]
 #[cube(launch_unchecked)]
 pub(super) fn sos_scan(

@@ -1,13 +1,36 @@
 //! What the blocked kernels need from a filter design, computed once in `f64` on the host.
+//!
+//! Each second-order section `H(z) = b(z) / a(z)` is run as a two-state system in *increment*
+//! form: with state `x = [x0, x1]` and input `u`,
+//!
+//! ```text
+//! y  = d u + c0 x0 + c1 x1
+//! x0 += e00 x0 + e01 x1 + u
+//! x1 += e10 x0 + e11 x1
+//! ```
+//!
+//! where `E = A - I` for a state matrix `A` whose entries carry the poles directly: the coupled
+//! form `A = [[re, -im], [im, re]]` for a complex pair, the triangular form
+//! `A = [[p1, 0], [1, p2]]` for two real poles. Storing `A - I` rather than the direct form's
+//! `a1 ~ -2`, `a2 ~ 1` keeps a pole near `z = 1` exact to `f32` rounding *of its distance to 1*;
+//! rounding `a1` and `a2` to `f32` moves such poles by about `sqrt(eps)`, which is why the
+//! direct form fails for cut-offs far below the sample rate (decision 0006).
+//!
+//! The block transition is kept in the same form: `P - I` with `P = A^block_len` of the whole
+//! cascade.
 
-/// A cascade of second-order sections prepared for the device: `[b0, b1, b2, a1, a2]` per
-/// section and the state transition over one block.
+use crate::{Error, Result};
+
+/// Coefficients per section in [`Plan::coefs`]: `[d, c0, c1, e00, e01, e10, e11]`.
+pub(super) const COEFS: usize = 7;
+
+/// A cascade of sections prepared for the device.
 #[derive(Debug, Clone)]
 pub(super) struct Plan {
-    /// `[b0, b1, b2, a1, a2]` per section.
+    /// `[d, c0, c1, e00, e01, e10, e11]` per section (see the module doc).
     pub(super) coefs: Vec<f64>,
-    /// Row-major `2n x 2n` map from the cascade's state at a block's start to its state at the
-    /// block's end when the input is zero (`n` sections).
+    /// Row-major `2n x 2n` matrix `P - I`, `P` mapping the cascade's state at a block's start
+    /// to its state at the block's end when the input is zero (`n` sections).
     pub(super) transition: Vec<f64>,
 }
 
@@ -15,35 +38,231 @@ impl Plan {
     /// The plan for `sections` (scipy's `sos` rows `[b0, b1, b2, a0, a1, a2]` with `a0 = 1`, as
     /// [`Sos`](crate::design::Sos) guarantees) and blocks of `block_len` samples.
     pub(super) fn new(sections: &[[f64; 6]], block_len: usize) -> Self {
-        let coefs: Vec<f64> = sections
-            .iter()
-            .flat_map(|&[b0, b1, b2, _, a1, a2]| [b0, b1, b2, a1, a2])
-            .collect();
-        let dim = 2 * sections.len();
-        let mut transition = vec![0.0; dim * dim];
-        for column in 0..dim {
-            let mut state = vec![0.0; dim];
-            state[column] = 1.0;
-            for _ in 0..block_len {
-                step(&coefs, &mut state, 0.0);
-            }
-            for (row, value) in state.into_iter().enumerate() {
-                transition[row * dim + column] = value;
-            }
-        }
+        let coefs: Vec<f64> = sections.iter().flat_map(realize).collect();
+        let transition = power_minus_identity(&increment_matrix(&coefs), block_len);
         Self { coefs, transition }
+    }
+
+    /// The cascade's state (in this plan's coordinates) in steady state under a constant input
+    /// of 1: scipy's `sosfilt_zi` expressed in the increment form. Multiply by the first sample.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameter`] when a section has a pole at `z = 1` (no steady state).
+    pub(super) fn steady_state(&self) -> Result<Vec<f64>> {
+        let mut gain = 1.0;
+        let mut state = Vec::with_capacity(2 * self.coefs.len() / COEFS);
+        for (index, c) in self.coefs.chunks_exact(COEFS).enumerate() {
+            // Solve E x = -[gain, 0]: the state that a constant input `gain` leaves unchanged.
+            let det = c[3] * c[6] - c[4] * c[5];
+            if det == 0.0 || !det.is_finite() {
+                return Err(Error::InvalidParameter {
+                    what: "sos filter: steady state",
+                    reason: format!(
+                        "section {index} has a pole at z = 1, so a constant input has no \
+                         steady state"
+                    ),
+                });
+            }
+            let x = [-gain * c[6] / det, gain * c[5] / det];
+            gain = c[0] * gain + c[1] * x[0] + c[2] * x[1];
+            state.extend(x);
+        }
+        Ok(state)
     }
 }
 
-/// One sample through the cascade (direct form II transposed, as scipy's `sosfilt`): updates
-/// `state` (`[z0, z1]` per section) and returns the output.
-pub(super) fn step(coefs: &[f64], state: &mut [f64], input: f64) -> f64 {
+/// One section `[b0, b1, b2, 1, a1, a2]` in increment form `[d, c0, c1, e00, e01, e10, e11]`.
+///
+/// With `n(z) = b1 - b0 a1` and `m = b2 - b0 a2`, `H(z) = b0 + (n z + m) / (z^2 + a1 z + a2)`;
+/// the state matrix `A` has the roots of `z^2 + a1 z + a2` as eigenvalues and the input enters
+/// the first state only, so `c` follows from matching the strictly proper part.
+fn realize(section: &[f64; 6]) -> [f64; COEFS] {
+    let [b0, b1, b2, _, a1, a2] = *section;
+    let (n, m) = (b1 - b0 * a1, b2 - b0 * a2);
+    let disc = a1 * a1 - 4.0 * a2;
+    if disc < 0.0 {
+        // Complex pair re +- i im: (zI - A)^-1 [1, 0] = [z - re, im] / a(z).
+        let re_minus_one = -(a1 + 2.0) / 2.0;
+        let re = -a1 / 2.0;
+        let im = (-disc).sqrt() / 2.0;
+        [
+            b0,
+            n,
+            (m + n * re) / im,
+            re_minus_one,
+            -im,
+            im,
+            re_minus_one,
+        ]
+    } else {
+        // Real poles p1, p2 (the larger in magnitude from the formula, the other from the
+        // product a2, so that p1 + p2 and p1 p2 keep a1 and a2 to rounding):
+        // (zI - A)^-1 [1, 0] = [z - p2, 1] / a(z).
+        let q = -(a1 + disc.sqrt().copysign(a1)) / 2.0;
+        let (p1, p2) = if q == 0.0 { (0.0, 0.0) } else { (q, a2 / q) };
+        [b0, n, m + n * p2, p1 - 1.0, 0.0, 1.0, p2 - 1.0]
+    }
+}
+
+/// One sample `input` through the cascade in increment form: writes each state's increment to
+/// `increments` (same layout as `state`, which is left unchanged) and returns the output.
+pub(super) fn increments(coefs: &[f64], state: &[f64], input: f64, increments: &mut [f64]) -> f64 {
     let mut u = input;
-    for (c, z) in coefs.chunks_exact(5).zip(state.chunks_exact_mut(2)) {
-        let y = c[0] * u + z[0];
-        z[0] = c[1] * u - c[3] * y + z[1];
-        z[1] = c[2] * u - c[4] * y;
+    for ((c, x), dx) in coefs
+        .chunks_exact(COEFS)
+        .zip(state.chunks_exact(2))
+        .zip(increments.chunks_exact_mut(2))
+    {
+        let y = c[0] * u + c[1] * x[0] + c[2] * x[1];
+        dx[0] = c[3] * x[0] + c[4] * x[1] + u;
+        dx[1] = c[5] * x[0] + c[6] * x[1];
         u = y;
     }
     u
+}
+
+/// The cascade's `A - I` (row-major `2n x 2n`): column `j` is the increment of unit state `j`
+/// under zero input, computed directly (never as `A e_j - e_j`, which would cancel).
+fn increment_matrix(coefs: &[f64]) -> Vec<f64> {
+    let dim = 2 * coefs.len() / COEFS;
+    let mut matrix = vec![0.0; dim * dim];
+    let mut unit = vec![0.0; dim];
+    let mut column = vec![0.0; dim];
+    for j in 0..dim {
+        unit[j] = 1.0;
+        increments(coefs, &unit, 0.0, &mut column);
+        unit[j] = 0.0;
+        for (row, &value) in column.iter().enumerate() {
+            matrix[row * dim + j] = value;
+        }
+    }
+    matrix
+}
+
+/// `(I + e)^power - I` by binary powering in the same form (`(I + a)(I + b) - I = a + b + a b`),
+/// so that powers of a matrix near the identity keep their small part exactly.
+fn power_minus_identity(e: &[f64], power: usize) -> Vec<f64> {
+    let dim = e.len().isqrt();
+    let compose = |a: &[f64], b: &[f64]| -> Vec<f64> {
+        let mut out: Vec<f64> = a.iter().zip(b).map(|(x, y)| x + y).collect();
+        for i in 0..dim {
+            for k in 0..dim {
+                let aik = a[i * dim + k];
+                for j in 0..dim {
+                    out[i * dim + j] += aik * b[k * dim + j];
+                }
+            }
+        }
+        out
+    };
+    let mut result = vec![0.0; dim * dim];
+    let mut base = e.to_vec();
+    let mut remaining = power;
+    while remaining > 0 {
+        if remaining & 1 == 1 {
+            result = compose(&result, &base);
+        }
+        remaining >>= 1;
+        if remaining > 0 {
+            base = compose(&base, &base);
+        }
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    //! The increment form against scipy's direct form II transposed, both in `f64`.
+    use dspk_core::test_util::Rng;
+
+    use super::*;
+    use crate::design::host::sosfilt;
+    use crate::design::{Sos, sosfilt_zi};
+
+    /// Panics unless every `actual` value is within `tol` of `expected`.
+    fn assert_close_f64(what: &str, actual: &[f64], expected: &[f64], tol: f64) {
+        assert_eq!(actual.len(), expected.len(), "{what}: lengths");
+        for (i, (a, e)) in actual.iter().zip(expected).enumerate() {
+            assert!((a - e).abs() <= tol, "{what}[{i}]: {a} vs {e} (tolerance {tol})");
+        }
+    }
+
+    /// Random sections: complex pairs, real pairs (one at zero: a first-order section), a
+    /// double real pole, poles within `1e-4` of `z = 1`.
+    fn sections(rng: &mut Rng) -> Vec<[f64; 6]> {
+        let mut out = Vec::new();
+        for (r, theta) in [(0.95, 0.4), (0.9999, 1e-4), (0.5, 3.0)] {
+            out.push([1.0, -0.3, 0.2, 1.0, -2.0 * r * f64::cos(theta), r * r]);
+        }
+        for (p1, p2) in [(0.9, -0.4), (0.99995, 0.0), (0.7, 0.7), (0.0, 0.0)] {
+            out.push([
+                rng.uniform(-1.0, 1.0),
+                rng.uniform(-1.0, 1.0),
+                rng.uniform(-1.0, 1.0),
+                1.0,
+                -(p1 + p2),
+                p1 * p2,
+            ]);
+        }
+        out
+    }
+
+    #[test]
+    fn increment_form_equals_direct_form() {
+        let mut rng = Rng::new(5);
+        let sos = Sos::new(sections(&mut rng)).unwrap();
+        let plan = Plan::new(sos.sections(), 1);
+        let x: Vec<f64> = (0..3000).map(|_| rng.uniform(-1.0, 1.0) + 3.0).collect();
+        let mut zi: Vec<[f64; 2]> = sosfilt_zi(&sos).unwrap();
+        for z in &mut zi {
+            *z = [z[0] * x[0], z[1] * x[0]];
+        }
+        let expected = sosfilt(&sos, &x, Some(&mut zi)).unwrap();
+        let mut state: Vec<f64> = plan.steady_state().unwrap();
+        state.iter_mut().for_each(|s| *s *= x[0]);
+        let mut dx = vec![0.0; state.len()];
+        let actual: Vec<f64> = x
+            .iter()
+            .map(|&u| {
+                let y = increments(&plan.coefs, &state, u, &mut dx);
+                state.iter_mut().zip(&dx).for_each(|(s, d)| *s += d);
+                y
+            })
+            .collect();
+        let scale = expected.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        assert_close_f64("increment form", &actual, &expected, 1e-9 * scale);
+    }
+
+    #[test]
+    fn transition_is_the_block_power() {
+        let mut rng = Rng::new(6);
+        let sos = Sos::new(sections(&mut rng)).unwrap();
+        let dim = 2 * sos.len();
+        for block_len in [1, 7, 1024] {
+            let plan = Plan::new(sos.sections(), block_len);
+            for j in [0, 3, dim - 1] {
+                let mut state = vec![0.0; dim];
+                state[j] = 1.0;
+                let mut dx = vec![0.0; dim];
+                for _ in 0..block_len {
+                    increments(&plan.coefs, &state, 0.0, &mut dx);
+                    state.iter_mut().zip(&dx).for_each(|(s, d)| *s += d);
+                }
+                state[j] -= 1.0;
+                let column: Vec<f64> = (0..dim).map(|i| plan.transition[i * dim + j]).collect();
+                let scale = state.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+                assert_close_f64(&format!("P - I column {j}"), &column, &state, 1e-12 * scale);
+            }
+        }
+    }
+
+    #[test]
+    fn steady_state_refuses_a_pole_at_one() {
+        let plan = Plan::new(&[[1.0, 0.0, 0.0, 1.0, -1.0, 0.0]], 8);
+        assert!(matches!(
+            plan.steady_state(),
+            Err(Error::InvalidParameter { .. })
+        ));
+    }
 }
