@@ -74,6 +74,7 @@ pub mod postprocess;
 pub mod preprocess;
 mod probe;
 pub mod report;
+pub mod score;
 mod settings;
 pub mod sort;
 pub mod sorting;
