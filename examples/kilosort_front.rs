@@ -86,8 +86,8 @@ fn run() -> Result<(), Box<dyn Error>> {
         &case.probe,
         &settings,
         &RunOptions {
-            window: None,
             target: Some(target),
+            ..RunOptions::default()
         },
         &mut |p| {
             bar.set_message(p.stage);

@@ -22,16 +22,20 @@ use dspk_ops::DeviceWindow;
 use dspk_ops::linalg::WhiteningMatrix;
 
 use crate::centres::{TemplateCentres, template_centres};
+use crate::delays::{ChannelDelays, DelayAligner, DelayEstimator};
 use crate::detect::{Spikes, UniversalDetector};
 use crate::drift::{DriftEstimate, DriftSpikes, ShiftInterpolation, compose, estimate_drift};
-use crate::preprocess::{Preprocessing, Whitener, channel_offsets, fit_whitening};
+use crate::fit::{FitKey, PreprocessingFit};
+use crate::hdbscan::{HdbscanSettings, hdbscan_labels};
+use crate::preprocess::{
+    Preprocessing, Whitener, channel_offsets, fit_whitening, selected_ranges, whitening_batches,
+};
 use crate::report::{Progress, StageReport};
-use crate::universal::{ClipHarvester, ClipSettings, UniversalTemplates, learn_templates};
+use crate::universal::{
+    ClipHarvester, ClipSettings, UniversalTemplates, learn_templates_scaled, scale_clips,
+};
 use crate::windows::{DeviceWindows, PassReport, resident_budget};
 use crate::{Error, KilosortSettings, Result, SortProbe};
-
-/// Kilosort4 harvests universal-template clips from every 25th batch, whatever `nskip` says.
-pub const TEMPLATE_BATCH_STRIDE: usize = 25;
 
 /// How the recording is cut and where it goes, beyond the settings.
 #[derive(Debug, Clone, Default)]
@@ -41,6 +45,10 @@ pub struct RunOptions {
     pub window: Option<u64>,
     /// The device the client belongs to, so the reader can page-lock its buffers for it.
     pub target: Option<ComputeTarget>,
+    /// A preprocessing fit to reuse instead of fitting one (offsets, whitening, delays): from
+    /// an earlier run on the same recording and probe with the same preprocessing settings,
+    /// as a parameter sweep does. Checked against the run ([`PreprocessingFit::check`]).
+    pub fit: Option<Arc<PreprocessingFit>>,
 }
 
 /// What the front half found: spikes with their features on the drift-corrected recording,
@@ -51,10 +59,8 @@ pub struct FrontHalf {
     pub spikes: Spikes,
     /// The universal templates detection used.
     pub templates: UniversalTemplates,
-    /// The local whitening matrix (`Wrot`).
-    pub whitening: WhiteningMatrix,
-    /// The per-channel offsets subtracted before the common reference.
-    pub offsets: Vec<f32>,
+    /// The preprocessing fit: offsets, whitening, channel noise, channel delays.
+    pub fit: PreprocessingFit,
     /// The template centres.
     pub centres: TemplateCentres,
     /// The drift estimate (`None` with `nblocks = 0`).
@@ -110,19 +116,36 @@ pub fn front_half(
         });
     }
     let (nt, nt0min) = (settings.nt, settings.trough());
+    let sample_rate = info.sample_rate.as_hz();
+    let key = FitKey::new(info.num_samples, sample_rate, probe, settings);
+    let reused = options.fit.clone();
+    if let Some(fit) = &reused {
+        fit.check(&key)?;
+    }
     let mut stages = Vec::new();
 
     // Offsets: the mean of each channel over the first batch, read on the host.
-    let started = Instant::now();
-    let sign = if settings.invert_sign { -1.0 } else { 1.0 };
-    let first = 0..batch.min(info.num_samples);
-    let read = probe.len() as u64 * first.end * info.stored_format.size() as u64;
-    let offsets = channel_offsets(source.as_ref(), probe.channels(), first, sign)?;
-    let mut pass = host_step("channel offsets", started);
-    pass.read_bytes = read;
-    stages.push(StageReport::new(client, pass, None));
-    let preprocessing = Preprocessing::new(offsets.clone(), settings, info.sample_rate.as_hz())?;
-    let extra_halo = (nt + nt0min) as u64;
+    let offsets = match &reused {
+        Some(fit) => fit.offsets.clone(),
+        None => {
+            let started = Instant::now();
+            let sign = if settings.invert_sign { -1.0 } else { 1.0 };
+            let first = 0..batch.min(info.num_samples);
+            let read = probe.len() as u64 * first.end * info.stored_format.size() as u64;
+            let offsets = channel_offsets(source.as_ref(), probe.channels(), first, sign)?;
+            let mut pass = host_step("channel offsets", started);
+            pass.read_bytes = read;
+            stages.push(StageReport::new(client, pass, None));
+            offsets
+        }
+    };
+    let preprocessing = Preprocessing::new(offsets.clone(), settings, sample_rate)?;
+    let delay_lag = if settings.remove_chan_delays {
+        max_delay_samples(settings, sample_rate)?
+    } else {
+        0
+    };
+    let extra_halo = (nt + nt0min + delay_lag) as u64;
     let budget = resident_budget(client, settings.resident_bytes);
     let mut windows = DeviceWindows::new(
         client,
@@ -137,11 +160,43 @@ pub fn front_half(
     let max_samples = windows.max_read_len();
     let batches = info.num_samples.div_ceil(batch) as usize;
 
-    // Whitening.
-    let (whitening, pass) = fit_whitening(client, &mut windows, probe, settings, progress)?;
-    stages.push(StageReport::new(client, pass, None));
-    let sparse = Whitener::sparse(client, &whitening)?;
-    let mut whitener = Whitener::new(client, sparse, max_samples)?;
+    // Whitening and channel delays (both on the unwhitened windows).
+    let fit = match reused {
+        Some(fit) => PreprocessingFit::clone(&fit),
+        None => {
+            let (whitening, channel_std, pass) =
+                fit_whitening(client, &mut windows, probe, settings, progress)?;
+            stages.push(StageReport::new(client, pass, None));
+            let delays = if settings.remove_chan_delays {
+                let (delays, pass) =
+                    estimate_delays(client, &mut windows, settings, delay_lag, progress)?;
+                stages.push(StageReport::new(client, pass, None));
+                Some(delays)
+            } else {
+                None
+            };
+            PreprocessingFit {
+                offsets,
+                whitening,
+                channel_std,
+                delays,
+                key,
+            }
+        }
+    };
+    let sparse = Whitener::sparse(client, &fit.whitening)?;
+    let whitener = Whitener::new(client, sparse, max_samples)?;
+    let aligner = match &fit.delays {
+        Some(delays) => Some(DelayAligner::new(client, &delays.delays, max_samples)?),
+        None => None,
+    };
+    let mut corrected = CorrectedWindows {
+        windows,
+        whitener,
+        correction: None,
+        aligner,
+        batch,
+    };
 
     // Universal templates.
     let templates = if settings.templates_from_data {
@@ -152,26 +207,20 @@ pub fn front_half(
             ..ClipSettings::default()
         };
         let mut harvester = ClipHarvester::new(client, probe.len(), clip_settings)?;
-        check_halo("clip harvest", harvester.halo(), extra_halo)?;
-        let harvested = |w: &dspk_core::HaloWindow| {
-            ((w.valid().start / batch) as usize).is_multiple_of(TEMPLATE_BATCH_STRIDE)
-        };
-        let pass = windows.pass_selected("universal templates", progress, harvested, |w| {
-            if !harvester.is_full() {
-                harvester.harvest(client, whitener.whiten(client, w)?)?;
-            }
-            Ok(())
-        })?;
+        check_halo("clip harvest", harvester.halo() + delay_lag, extra_halo)?;
+        let stride = settings.clip_batch_stride;
+        let harvested =
+            |w: &dspk_core::HaloWindow| ((w.valid().start / batch) as usize).is_multiple_of(stride);
+        let pass =
+            corrected.pass_selected(client, "universal templates", progress, harvested, |w| {
+                if !harvester.is_full() {
+                    harvester.harvest(client, w)?;
+                }
+                Ok(())
+            })?;
         stages.push(StageReport::new(client, pass, None));
         let started = Instant::now();
-        let learned = learn_templates(
-            harvester.clips(),
-            nt,
-            nt0min,
-            settings.n_templates,
-            settings.n_pcs,
-            settings.templates_seed,
-        )?;
+        let learned = learn_universal(client, harvester.clips(), settings)?;
         stages.push(StageReport::new(
             client,
             host_step("template learning", started),
@@ -207,13 +256,13 @@ pub fn front_half(
         &templates,
         settings.th_universal,
     )?;
-    check_halo("detection", detector.halo(), extra_halo)?;
+    check_halo("detection", detector.halo() + delay_lag, extra_halo)?;
 
     // Drift.
     let drift = if settings.nblocks > 0 {
         let mut found = Spikes::default();
-        let pass = windows.pass("drift detection", progress, |w| {
-            detector.detect(client, whitener.whiten(client, w)?, &mut found)
+        let pass = corrected.pass(client, "drift detection", progress, |w| {
+            detector.detect(client, w, &mut found)
         })?;
         stages.push(StageReport::new(client, pass, Some(found.len())));
         let started = Instant::now();
@@ -242,16 +291,14 @@ pub fn front_half(
     };
 
     // Detection on the drift-corrected recording.
-    let correction = match &drift {
-        None => None,
-        Some(estimate) => Some(DriftCorrection::new(probe, settings, estimate, &whitening)?),
-    };
-    let mut corrected = CorrectedWindows {
-        windows,
-        whitener,
-        correction,
-        batch,
-    };
+    if let Some(estimate) = &drift {
+        corrected.correction = Some(DriftCorrection::new(
+            probe,
+            settings,
+            estimate,
+            &fit.whitening,
+        )?);
+    }
     let mut spikes = Spikes::default();
     let pass = corrected.pass(client, "detection", progress, |w| {
         detector.detect(client, w, &mut spikes)
@@ -262,8 +309,7 @@ pub fn front_half(
         FrontHalf {
             spikes,
             templates,
-            whitening,
-            offsets,
+            fit,
             centres,
             drift,
             stages,
@@ -272,18 +318,20 @@ pub fn front_half(
     ))
 }
 
-/// The recording as the back half of a sort sees it: every window preprocessed, whitened and
-/// drift-corrected on the device (kept there between passes when it fits).
+/// The recording as the back half of a sort sees it: every window preprocessed, whitened,
+/// drift-corrected and (EMUsort) delay-aligned on the device (kept there between passes when it
+/// fits).
 pub struct CorrectedWindows {
     windows: DeviceWindows,
     whitener: Whitener,
     correction: Option<DriftCorrection>,
+    aligner: Option<DelayAligner>,
     batch: u64,
 }
 
 impl CorrectedWindows {
-    /// Runs `visit` on every whitened, drift-corrected window in order; `progress` hears after
-    /// each window.
+    /// Runs `visit` on every whitened, drift-corrected, delay-aligned window in order;
+    /// `progress` hears after each window.
     ///
     /// # Errors
     ///
@@ -294,20 +342,42 @@ impl CorrectedWindows {
         client: &Client,
         name: &'static str,
         progress: &mut dyn FnMut(Progress),
+        visit: impl FnMut(&DeviceWindow) -> Result<()>,
+    ) -> Result<PassReport> {
+        self.pass_selected(client, name, progress, |_| true, visit)
+    }
+
+    /// As [`pass`](Self::pass), visiting only the windows `select` picks
+    /// ([`DeviceWindows::pass_selected`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`pass`](Self::pass).
+    pub fn pass_selected(
+        &mut self,
+        client: &Client,
+        name: &'static str,
+        progress: &mut dyn FnMut(Progress),
+        select: impl Fn(&dspk_core::HaloWindow) -> bool,
         mut visit: impl FnMut(&DeviceWindow) -> Result<()>,
     ) -> Result<PassReport> {
         let Self {
             windows,
             whitener,
             correction,
+            aligner,
             batch,
         } = self;
-        windows.pass(name, progress, |w| {
+        windows.pass_selected(name, progress, select, |w| {
             if let Some(correction) = correction.as_ref() {
                 let b = (w.window().valid().start / *batch) as usize;
                 whitener.set_dense(client, &correction.matrix(b)?)?;
             }
-            visit(whitener.whiten(client, w)?)
+            let white = whitener.whiten(client, w)?;
+            match aligner.as_mut() {
+                Some(aligner) => visit(aligner.align(client, white)?),
+                None => visit(white),
+            }
         })
     }
 
@@ -398,6 +468,101 @@ fn check_input(
         });
     }
     Ok(())
+}
+
+/// The longest channel delay searched, in samples: `floor(max_chan_delay_ms * fs / 1000)`
+/// (EMUsort's `floor(fs / 500)` for 2 ms).
+///
+/// # Errors
+///
+/// [`Error::Setting`] when that is 0 samples.
+pub fn max_delay_samples(settings: &KilosortSettings, sample_rate: f64) -> Result<usize> {
+    let lag = (settings.max_chan_delay_ms * sample_rate / 1000.0).floor();
+    if !(lag >= 1.0 && lag < 1e6) {
+        return Err(Error::Setting {
+            name: "max_chan_delay_ms",
+            reason: format!(
+                "{} ms is {lag} samples at {sample_rate} Hz: the delay search needs at least one",
+                settings.max_chan_delay_ms
+            ),
+        });
+    }
+    Ok(lag as usize)
+}
+
+/// EMUsort's channel delays (`docs/KILOSORT4.md` §10.1.1): lagged correlations of the
+/// normalised, rectified, preprocessed (unwhitened) channels over the whitening batches, up to
+/// `max_lag` samples. One pass over the windows holding those batches.
+fn estimate_delays(
+    client: &Client,
+    windows: &mut DeviceWindows,
+    settings: &KilosortSettings,
+    max_lag: usize,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<(ChannelDelays, PassReport)> {
+    let batch = settings.batch_size;
+    let batches = windows.num_samples().div_ceil(batch) as usize;
+    let selected = whitening_batches(batches, settings.nskip);
+    let channels = windows.channels();
+    let mut estimator = DelayEstimator::new(client, channels, max_lag)?;
+    let overlaps = |w: &dspk_core::HaloWindow| {
+        let valid = w.valid();
+        let (first, last) = (valid.start / batch, valid.end.div_ceil(batch));
+        (first..last).any(|b| selected.binary_search(&(b as usize)).is_ok())
+    };
+    let report = windows.pass_selected("channel delays", progress, overlaps, |w| {
+        for range in selected_ranges(w, &selected, batch) {
+            // A batch's sliver at a window's edge too short to hold a lag adds nothing.
+            if range.len() > max_lag {
+                estimator.accumulate_range(client, w, range)?;
+            }
+        }
+        Ok(())
+    })?;
+    if estimator.ranges() == 0 {
+        return Err(Error::Input {
+            what: "channel delays",
+            reason: format!(
+                "the recording ({} samples) is too short for a delay search of ±{max_lag} samples",
+                windows.num_samples()
+            ),
+        });
+    }
+    Ok((estimator.finish()?, report))
+}
+
+/// Universal templates from harvested clips as `settings` say: scaled per clip or globally,
+/// wPCA on all, k-means on all or on those HDBSCAN does not call noise.
+fn learn_universal(
+    client: &Client,
+    clips: &[f32],
+    settings: &KilosortSettings,
+) -> Result<UniversalTemplates> {
+    let (nt, nt0min) = (settings.nt, settings.trough());
+    let scaled = scale_clips(clips, nt, settings.clip_scaling)?;
+    let n = scaled.len() / nt;
+    let min_size = settings.hdbscan_min_cluster_size;
+    // EMUsort removes outliers only from at least max(20, min_cluster_size) clips.
+    let keep = if settings.remove_spike_outliers && n >= min_size.max(20) {
+        let points: Vec<f32> = scaled.iter().map(|&v| v as f32).collect();
+        let hdbscan = HdbscanSettings {
+            min_cluster_size: min_size,
+            min_samples: None,
+        };
+        let labels = hdbscan_labels(client, &points, nt, &hdbscan)?;
+        Some(labels.iter().map(|&l| l >= 0).collect::<Vec<bool>>())
+    } else {
+        None
+    };
+    learn_templates_scaled(
+        &scaled,
+        keep.as_deref(),
+        nt,
+        nt0min,
+        settings.n_templates,
+        settings.n_pcs,
+        settings.templates_seed,
+    )
 }
 
 /// A stage's halo fits in the halo the windows carry.

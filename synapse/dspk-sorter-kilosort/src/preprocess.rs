@@ -207,7 +207,8 @@ pub fn whitening_batches(batches: usize, nskip: usize) -> Vec<usize> {
 /// `sum Y Y^T / n` of the preprocessed samples of [`whitening_batches`] (batches of
 /// `settings.batch_size` recording samples, whatever the windows are), then for each channel
 /// the ZCA of its `whitening_range` nearest channels by distance (ties: the lower channel
-/// index) with eigenvalue magnitudes plus [`WHITENING_EPS`] (Kilosort4's SVD form). One pass.
+/// index) with eigenvalue magnitudes plus [`WHITENING_EPS`] (Kilosort4's SVD form); also each
+/// channel's standard deviation, `sqrt` of the covariance's diagonal. One pass.
 ///
 /// # Errors
 ///
@@ -219,7 +220,7 @@ pub fn fit_whitening(
     probe: &SortProbe,
     settings: &KilosortSettings,
     progress: &mut dyn FnMut(Progress),
-) -> Result<(WhiteningMatrix, PassReport)> {
+) -> Result<(WhiteningMatrix, Vec<f32>, PassReport)> {
     let batch = settings.batch_size;
     let batches = windows.num_samples().div_ceil(batch) as usize;
     let selected = whitening_batches(batches, settings.nskip);
@@ -248,7 +249,11 @@ pub fn fit_whitening(
         .map(|p| (f64::from(p[0]), f64::from(p[1])))
         .collect();
     let white = local_zca(&cov, &positions, settings.whitening_range, WHITENING_EPS)?;
-    Ok((white, report))
+    let n = probe.len();
+    let std = (0..n)
+        .map(|c| cov[c * n + c].max(0.0).sqrt() as f32)
+        .collect();
+    Ok((white, std, report))
 }
 
 /// The local index ranges of `window`'s owned samples that fall in the `selected` batches of

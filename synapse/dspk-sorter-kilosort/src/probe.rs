@@ -16,6 +16,27 @@ pub struct SortProbe {
 }
 
 impl SortProbe {
+    /// `channels` on one column `pitch` µm apart in the order given (`[0, i * pitch]`), one
+    /// shank: EMUsort's convention for EMG arrays, whose contacts have no probe geometry the
+    /// sorter can use.
+    ///
+    /// # Errors
+    ///
+    /// As [`new`](Self::new); [`Error::Input`] for a pitch that is not positive and finite.
+    pub fn line(channels: Vec<usize>, pitch: f64) -> Result<Self> {
+        if !(pitch.is_finite() && pitch > 0.0) {
+            return Err(Error::Input {
+                what: "probe",
+                reason: format!("a line probe needs a positive pitch, got {pitch}"),
+            });
+        }
+        let positions = (0..channels.len())
+            .map(|i| [0.0, (i as f64 * pitch) as f32])
+            .collect();
+        let shanks = vec![0; channels.len()];
+        Self::new(channels, positions, shanks)
+    }
+
     /// A probe from its parts: for sorted channel `i`, recording channel `channels[i]` at
     /// `positions[i]` (`[x, y]` µm) on shank `shanks[i]`.
     ///

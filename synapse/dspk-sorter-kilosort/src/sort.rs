@@ -12,10 +12,10 @@ use std::time::Instant;
 
 use cubecl::client::Client;
 use dspk_core::RecordingSource;
-use dspk_ops::linalg::WhiteningMatrix;
 use dspk_synapse::phy::PhyParams;
 
 use crate::drift::DriftEstimate;
+use crate::fit::PreprocessingFit;
 use crate::front::{CorrectedWindows, FrontHalf, RunOptions, front_half, host_step};
 use crate::groups::{ClusterInput, Clusters, cluster_spikes};
 use crate::learned::{Alignment, align_templates, pcs_outer};
@@ -23,7 +23,9 @@ use crate::matching::{MatchSettings, Matcher};
 use crate::merge::{NEAR_DUPLICATE_SIMILARITY, WtW, merge_near_duplicates, merge_units};
 use crate::phy::{PhyOutput, write_phy_folder};
 use crate::postprocess::finish_sorting;
+use crate::quality::unit_scores;
 use crate::report::{Progress, StageReport};
+use crate::score::{ScoreSettings, UnitMetrics};
 use crate::sorting::{LearnedChannels, MatchedSpikes, Sorting};
 use crate::summary::{DriftTrace, SummaryInput, write_summary};
 use crate::universal::UniversalTemplates;
@@ -44,15 +46,18 @@ pub struct SortOutput {
     pub sorting: Sorting,
     /// One report per stage, in order.
     pub stages: Vec<StageReport>,
-    /// The local whitening matrix (`Wrot`).
-    pub whitening: WhiteningMatrix,
+    /// The preprocessing fit (offsets, whitening, channel noise, channel delays): reusable by
+    /// runs with other sorting settings ([`RunOptions::fit`]).
+    pub fit: Arc<PreprocessingFit>,
+    /// Each unit's quality metrics and EMUsort score ([`unit_scores`], EMUsort's defaults).
+    pub units: Vec<UnitMetrics>,
     /// The drift estimate (`None` with `nblocks = 0`).
     pub drift: Option<DriftEstimate>,
     /// The universal templates used.
     pub templates: UniversalTemplates,
     /// The settings of the run.
     pub settings: KilosortSettings,
-    /// The probe sorted.
+    /// The probe sorted (EMUsort's line of channels when `line_probe_pitch` is set).
     pub probe: SortProbe,
 }
 
@@ -91,6 +96,11 @@ impl Kilosort4 {
     /// every pass and at the start and end of each host stage. A recording without spikes gives
     /// an empty sorting.
     ///
+    /// With channel delays removed (EMUsort), spikes are found on the delay-aligned channels
+    /// and each unit's spike times are then moved back by its best channel's delay: the times
+    /// are those of the spike's peak on that channel in the recording, not on the aligned
+    /// channels as EMUsort reports them (`docs/KILOSORT4.md` §10.1.1).
+    ///
     /// # Errors
     ///
     /// As [`run_front`](crate::front::run_front); the errors of each later stage (device,
@@ -103,6 +113,14 @@ impl Kilosort4 {
         progress: &mut dyn FnMut(Progress),
     ) -> Result<SortOutput> {
         let settings = &self.settings;
+        let line;
+        let probe = match settings.line_probe_pitch {
+            Some(pitch) => {
+                line = SortProbe::line(probe.channels().to_vec(), pitch)?;
+                &line
+            }
+            None => probe,
+        };
         let info = source.info().clone();
         let sample_rate = info.sample_rate.as_hz();
         let (front, mut windows) =
@@ -110,7 +128,7 @@ impl Kilosort4 {
         let FrontHalf {
             spikes,
             templates,
-            whitening,
+            fit,
             centres,
             drift,
             mut stages,
@@ -212,7 +230,7 @@ impl Kilosort4 {
         )?;
         host("merges", progress, &mut stages, None, started);
         let started = Instant::now();
-        let sorting = finish_sorting(
+        let mut sorting = finish_sorting(
             &matched,
             &clusters,
             &channels,
@@ -225,6 +243,15 @@ impl Kilosort4 {
             info.num_samples,
             settings,
         )?;
+        if fit.delays.is_some() {
+            let shifts: Vec<i64> = sorting
+                .best_channels()
+                .iter()
+                .map(|&c| fit.delay(c))
+                .collect();
+            sorting.shift_unit_times(&shifts)?;
+        }
+        let units = unit_scores(&sorting, &fit, &ScoreSettings::default())?;
         host(
             "post-processing",
             progress,
@@ -235,7 +262,8 @@ impl Kilosort4 {
         Ok(SortOutput {
             sorting,
             stages,
-            whitening,
+            fit: Arc::new(fit),
+            units,
             drift,
             templates,
             settings: settings.clone(),
@@ -375,7 +403,7 @@ impl SortOutput {
                 channel_map: &channel_map,
                 channel_positions: self.probe.positions(),
                 channel_shanks: self.probe.shanks(),
-                whitening: &self.whitening.dense(),
+                whitening: &self.fit.whitening.dense(),
                 params,
                 settings_json: self.settings.to_json(),
                 report: self.report(),

@@ -186,6 +186,70 @@ impl Sorting {
     }
 }
 
+impl Sorting {
+    /// Moves every spike of unit `u` by `shifts[u]` samples (clamped to the recording) and
+    /// puts the spikes back in time order (stable: a unit's spikes keep their order), with
+    /// every per-spike array permuted alike. [`kept`](Self::kept) is over the matched spikes
+    /// and is left as it is.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Input`] when `shifts` does not have one value per unit.
+    pub fn shift_unit_times(&mut self, shifts: &[i64]) -> crate::Result<()> {
+        if shifts.len() != self.num_units() {
+            return Err(crate::Error::Input {
+                what: "unit time shifts",
+                reason: format!("{} shifts for {} units", shifts.len(), self.num_units()),
+            });
+        }
+        if shifts.iter().all(|&s| s == 0) {
+            return Ok(());
+        }
+        let last = i64::try_from(self.num_samples.saturating_sub(1)).unwrap_or(i64::MAX);
+        for (t, &u) in self.spike_times.iter_mut().zip(&self.spike_clusters) {
+            *t = (*t + shifts[u as usize]).clamp(0, last);
+        }
+        let mut order: Vec<usize> = (0..self.spike_times.len()).collect();
+        order.sort_by_key(|&i| self.spike_times[i]);
+        self.spike_times = permuted(&self.spike_times, &order);
+        self.spike_clusters = permuted(&self.spike_clusters, &order);
+        self.spike_templates = permuted(&self.spike_templates, &order);
+        self.amplitudes = permuted(&self.amplitudes, &order);
+        self.spike_positions = permuted(&self.spike_positions, &order);
+        let per = self.p * self.pc_channels;
+        if per > 0 && self.pc_features.len() == per * order.len() {
+            self.pc_features = order
+                .iter()
+                .flat_map(|&i| self.pc_features[i * per..(i + 1) * per].iter().copied())
+                .collect();
+        }
+        Ok(())
+    }
+
+    /// Each unit's best channel: the channel where its template's largest magnitude is.
+    #[must_use]
+    pub fn best_channels(&self) -> Vec<usize> {
+        let per = self.nt * self.channels;
+        (0..self.num_units())
+            .map(|u| {
+                let template = self.templates.get(u * per..(u + 1) * per).unwrap_or(&[]);
+                let mut best = (0, 0f32);
+                for (i, v) in template.iter().enumerate() {
+                    if v.abs() > best.1 {
+                        best = (i % self.channels, v.abs());
+                    }
+                }
+                best.0
+            })
+            .collect()
+    }
+}
+
+/// `values` in the order `order` gives.
+fn permuted<T: Copy>(values: &[T], order: &[usize]) -> Vec<T> {
+    order.iter().map(|&i| values[i]).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -209,5 +273,33 @@ mod tests {
             nc: 3,
         };
         assert_eq!((channels.len(), channels.of(1)), (2, &[3u32, 4, 5][..]));
+    }
+
+    #[test]
+    fn shifting_units_keeps_every_spike_array_in_step() {
+        let mut sorting = Sorting {
+            num_samples: 100,
+            nt: 1,
+            channels: 2,
+            p: 1,
+            pc_channels: 1,
+            spike_times: vec![10, 20, 30, 40],
+            spike_clusters: vec![0, 1, 0, 1],
+            spike_templates: vec![0, 1, 0, 1],
+            amplitudes: vec![1.0, 2.0, 3.0, 4.0],
+            spike_positions: vec![[0.0, 1.0], [0.0, 2.0], [0.0, 3.0], [0.0, 4.0]],
+            pc_features: vec![1.0, 2.0, 3.0, 4.0],
+            templates: vec![0.5, -2.0, 3.0, 1.0],
+            labels: vec![UnitLabel::Good, UnitLabel::Mua],
+            ..Sorting::default()
+        };
+        assert_eq!(sorting.best_channels(), vec![1, 0]);
+        sorting.shift_unit_times(&[15, -95]).unwrap();
+        assert_eq!(sorting.spike_times, vec![0, 0, 25, 45]);
+        assert_eq!(sorting.spike_clusters, vec![1, 1, 0, 0]);
+        assert_eq!(sorting.amplitudes, vec![2.0, 4.0, 1.0, 3.0]);
+        assert_eq!(sorting.pc_features, vec![2.0, 4.0, 1.0, 3.0]);
+        assert_eq!(sorting.spike_positions[0], [0.0, 2.0]);
+        assert!(sorting.shift_unit_times(&[1]).is_err());
     }
 }

@@ -103,6 +103,12 @@ impl DeviceWindows {
         })
     }
 
+    /// Channels of every window.
+    #[must_use]
+    pub fn channels(&self) -> usize {
+        self.options.channels.as_ref().map_or(0, Vec::len)
+    }
+
     /// Samples in the recording.
     #[must_use]
     pub fn num_samples(&self) -> u64 {

@@ -31,7 +31,7 @@ fn run(
 ) -> dspk_sorter_kilosort::Result<FrontHalf> {
     let options = RunOptions {
         window,
-        target: None,
+        ..RunOptions::default()
     };
     run_front(client, source, probe, settings, &options, &mut |_| {})
 }
@@ -277,7 +277,7 @@ fn bad_input_is_an_error_or_a_documented_result() {
         };
         let front = run(client, Arc::new(dead), &probe, &settings(0), None).unwrap();
         assert!(
-            front.whitening.dense().iter().all(|v| v.is_finite()),
+            front.fit.whitening.dense().iter().all(|v| v.is_finite()),
             "{target}"
         );
         assert!(finite(&front.spikes), "{target}");
@@ -326,7 +326,7 @@ fn bad_input_is_an_error_or_a_documented_result() {
         let few = sized(4, 60_000, 2, Drift::None);
         let few_probe = probe_of(&few);
         let front = run(client, Arc::new(few), &few_probe, &settings(0), None).unwrap();
-        assert_eq!(front.whitening.k(), 4, "{target}");
+        assert_eq!(front.fit.whitening.k(), 4, "{target}");
         assert!(finite(&front.spikes), "{target}");
 
         // Drift with windows other than the batch: a settings error.
@@ -426,7 +426,7 @@ fn window_step_timing() {
             u64::MAX,
         )
         .unwrap();
-        let (white, _) =
+        let (white, _, _) =
             fit_whitening(client, &mut windows, &probe, &settings, &mut |_| {}).unwrap();
         let max = windows.max_read_len();
         let mut sparse =

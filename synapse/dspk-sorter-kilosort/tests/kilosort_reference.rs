@@ -254,7 +254,13 @@ fn static_front_half_matches_kilosort4() {
 
         // Kilosort whitens stored integers, we whiten µV: its Wrot is ours times the gain.
         let gain = reference_config().gain_uv;
-        let ours: Vec<f64> = front.whitening.dense().iter().map(|w| w * gain).collect();
+        let ours: Vec<f64> = front
+            .fit
+            .whitening
+            .dense()
+            .iter()
+            .map(|w| w * gain)
+            .collect();
         let (theirs, shape) = reference.array("Wrot");
         assert_eq!(shape, vec![probe.len(), probe.len()]);
         let norm = theirs.iter().map(|v| v * v).sum::<f64>().sqrt();

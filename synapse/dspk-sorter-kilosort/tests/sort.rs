@@ -34,7 +34,7 @@ fn sort(
     Kilosort4::new(settings.clone())
         .with_options(RunOptions {
             window,
-            target: None,
+            ..RunOptions::default()
         })
         .run(client, source, probe, &mut |_| {})
 }

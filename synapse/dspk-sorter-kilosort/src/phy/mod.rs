@@ -48,7 +48,8 @@ mod check;
 mod whitening;
 
 use check::input;
-use whitening::{INVERSE_RIDGE, inverse_with_ridge};
+use whitening::INVERSE_RIDGE;
+pub(crate) use whitening::inverse_with_ridge;
 
 /// A finished sort and what the Phy folder says about the recording and the run.
 #[derive(Debug, Clone)]

@@ -8,7 +8,7 @@ pub(super) const INVERSE_RIDGE: f64 = 1e-5;
 /// `whitening_mat_inv.npy`, numpy's `linalg.inv` of the ridged matrix), by Gauss-Jordan
 /// elimination with partial pivoting in `f64`; `None` if a pivot is below `1e-12` times the
 /// largest entry, or an entry is not finite.
-pub(super) fn inverse_with_ridge(w: &[f64], c: usize) -> Option<Vec<f64>> {
+pub(crate) fn inverse_with_ridge(w: &[f64], c: usize) -> Option<Vec<f64>> {
     let mut a = w.to_vec();
     for i in 0..c {
         a[i * c + i] += INVERSE_RIDGE;
