@@ -32,6 +32,7 @@ mod memory;
 mod parts;
 mod pinned;
 mod recording;
+pub mod readahead;
 pub mod rng;
 mod sample;
 mod time;

@@ -190,14 +190,14 @@ impl<'a> ReadRequest<'a> {
         self.channels.len() * self.len
     }
 
-    /// Checks that there is one run per channel of `request`, each `run` elements of `unit`.
-    fn check_runs<T>(
-        request: &Self,
-        runs: &[&mut [T]],
-        run: usize,
-        unit: &'static str,
-    ) -> Result<()> {
-        Self::check_output(request.channels.len(), runs.len(), "channel runs")?;
+    /// Checks that `runs` holds one run per channel of the request, each `run` elements of
+    /// `unit` (for implementors of the `fill_*_runs` methods of [`RecordingSource`]).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::OutputLength`] for a wrong number of runs or a run of the wrong length.
+    pub fn check_runs<T>(&self, runs: &[&mut [T]], run: usize, unit: &'static str) -> Result<()> {
+        Self::check_output(self.channels.len(), runs.len(), "channel runs")?;
         runs.iter()
             .try_for_each(|r| Self::check_output(run, r.len(), unit))
     }
@@ -308,7 +308,7 @@ pub trait RecordingSource: Send + Sync {
     /// match the request.
     fn fill_scaled_runs(&self, request: &ReadRequest<'_>, runs: &mut [&mut [f32]]) -> Result<()> {
         let n = request.samples_per_channel();
-        ReadRequest::check_runs(request, runs, n, "values")?;
+        request.check_runs(runs, n, "values")?;
         let mut scratch = vec![0f32; request.num_values()];
         self.fill_scaled(request, &mut scratch)?;
         copy_into_runs(&scratch, n, runs);
@@ -326,7 +326,7 @@ pub trait RecordingSource: Send + Sync {
     /// match the request.
     fn fill_stored_runs(&self, request: &ReadRequest<'_>, runs: &mut [&mut [u8]]) -> Result<()> {
         let run = request.samples_per_channel() * self.info().stored_format.size();
-        ReadRequest::check_runs(request, runs, run, "bytes")?;
+        request.check_runs(runs, run, "bytes")?;
         let mut scratch = vec![0u8; request.channels().len() * run];
         self.fill_stored(request, &mut scratch)?;
         copy_into_runs(&scratch, run, runs);

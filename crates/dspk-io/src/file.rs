@@ -72,6 +72,19 @@ impl DataFile {
             )
         })
     }
+
+    /// Advises the system that the file will be read mostly in order (a larger read-ahead).
+    /// A hint: failures are ignored, and it does nothing where `posix_fadvise` is missing.
+    pub fn advise_sequential(&self) {
+        dspk_core::readahead::advise_sequential(&self.file);
+    }
+
+    /// Advises the system that `len` bytes at `offset` will be read soon, so it starts reading
+    /// them into the page cache (`posix_fadvise(WILLNEED)`). A hint: failures are ignored, and
+    /// it does nothing where `posix_fadvise` is missing.
+    pub fn advise_will_need(&self, offset: u64, len: u64) {
+        dspk_core::readahead::advise_will_need(&self.file, offset, len);
+    }
 }
 
 #[cfg(unix)]

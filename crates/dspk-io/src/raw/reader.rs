@@ -3,7 +3,8 @@
 use std::path::{Path, PathBuf};
 
 use dspk_core::{
-    ChannelInfo, ReadRequest, RecordingInfo, RecordingSource, SampleFormat, SampleRate,
+    ChannelInfo, ConcurrentReads, ReadRequest, RecordingInfo, RecordingSource, SampleFormat,
+    SampleRate,
 };
 
 use crate::dtype::{ByteOrder, to_little_endian};
@@ -62,6 +63,12 @@ pub struct RawSpec {
 /// threads can read at once. The file is not memory-mapped: pages of a mapping that a reader
 /// touches count in its resident set until the kernel reclaims them, so a pass over a large
 /// recording would grow the process's RSS to the file's size.
+///
+/// For the [`WindowLoader`](dspk_core::WindowLoader)'s reader threads it allows concurrent
+/// reads by sample range (interleaved) or by channel (channel-major), and turns the hint of
+/// the next window ([`RecordingSource::will_read`]) into `posix_fadvise(WILLNEED)` on its
+/// bytes (Linux and other Unix systems with `posix_fadvise`; elsewhere nothing). The file is
+/// also advised as read sequentially when opened.
 #[derive(Debug)]
 pub struct RawRecording {
     info: RecordingInfo,
@@ -96,6 +103,7 @@ impl RawRecording {
         )?;
         let info = RecordingInfo::new(spec.channels, num_samples, spec.sample_rate, spec.format)
             .map_err(|e| Error::core(path, e))?;
+        file.advise_sequential();
         Ok(Self {
             info,
             file,
@@ -135,13 +143,15 @@ impl RawRecording {
     }
 
     /// Writes the stored little-endian values of `channels` over `len` samples from `start`
-    /// into `out`, channel-major (`channels.len() * len * size` bytes). Arguments are checked.
+    /// into `runs`, one run of `len * size` bytes per channel. Arguments are checked. With
+    /// `threads`, interleaved blocks are transposed on several threads when large.
     fn stored_into(
         &self,
         channels: &[usize],
         start: u64,
         len: usize,
-        out: &mut [u8],
+        runs: &mut [&mut [u8]],
+        threads: Gather,
     ) -> Result<()> {
         let size = self.info.stored_format.size();
         let run = len * size;
@@ -152,7 +162,7 @@ impl RawRecording {
         match self.order {
             SampleOrder::ChannelMajor => {
                 let n = self.info.num_samples;
-                for (&channel, out) in channels.iter().zip(out.chunks_exact_mut(run)) {
+                for (&channel, out) in channels.iter().zip(runs.iter_mut()) {
                     // In range: channel < num_channels and start + len <= n, and the length
                     // check at open proved header + num_channels * n * size fits in the file.
                     let offset = self.header_bytes + (channel as u64 * n + start) * size as u64;
@@ -169,46 +179,104 @@ impl RawRecording {
                     let block = &mut scratch[..rows * frame];
                     let offset = self.header_bytes + (start + row as u64) * frame as u64;
                     self.file.read_exact_at(offset, block)?;
-                    gather_in_parallel(block, frame, size, channels, out, run, row..row + rows);
+                    gather_in_parallel(
+                        block,
+                        frame,
+                        size,
+                        channels,
+                        runs,
+                        row..row + rows,
+                        threads,
+                    );
                     row += rows;
                 }
             }
         }
-        to_little_endian(out, size, self.byte_order);
+        for out in runs.iter_mut() {
+            to_little_endian(out, size, self.byte_order);
+        }
+        Ok(())
+    }
+
+    /// Writes the scaled values of a checked request into `runs`, one per channel, through
+    /// blocks of stored values of at most [`BLOCK_BYTES`].
+    fn scaled_into(
+        &self,
+        request: &ReadRequest<'_>,
+        runs: &mut [&mut [f32]],
+        threads: Gather,
+    ) -> Result<()> {
+        let channels = request.channels();
+        let n = request.samples_per_channel();
+        if n == 0 || channels.is_empty() {
+            return Ok(());
+        }
+        let format = self.info.stored_format;
+        let size = format.size();
+        let widest = channels.len().max(self.info.num_channels());
+        let rows_per_block = (BLOCK_BYTES / (widest * size)).max(1).min(n);
+        let mut stored = vec![0u8; channels.len() * rows_per_block * size];
+        let start = request.samples().start;
+        let mut row = 0;
+        while row < n {
+            let rows = rows_per_block.min(n - row);
+            let block = &mut stored[..channels.len() * rows * size];
+            let mut block_runs: Vec<&mut [u8]> = block.chunks_exact_mut(rows * size).collect();
+            self.stored_into(channels, start + row as u64, rows, &mut block_runs, threads)?;
+            for ((&channel, stored), out) in channels
+                .iter()
+                .zip(block.chunks_exact(rows * size))
+                .zip(runs.iter_mut())
+            {
+                let info = &self.info.channels[channel];
+                format.scale_into(stored, info.gain, info.offset, &mut out[row..row + rows]);
+            }
+            row += rows;
+        }
         Ok(())
     }
 }
 
-/// Copies the values of `channels` out of a block of interleaved frames into their runs of
-/// `out` (channel-major, `run` bytes per channel), at rows `rows`, with the channels shared
-/// among up to [`GATHER_THREADS`] threads when the block is large (the transposition, not the
-/// read, bounds a single thread: about 1.1 GB/s of int16 for 384 channels on a development
-/// machine). Each thread writes its own channels' runs, so the result is the same.
+/// Whether a read may transpose interleaved blocks on threads of its own: yes for a whole
+/// read, no for a part read by one of the loader's threads (which already run in parallel).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Gather {
+    Parallel,
+    OneThread,
+}
+
+/// Copies the values of `channels` out of a block of interleaved frames into their `runs`
+/// (one per channel), at rows `rows`, with the channels shared among up to
+/// [`GATHER_THREADS`] threads when the block is large and `threads` allows (the
+/// transposition, not the read, bounds a single thread: about 1.1 GB/s of int16 for 384
+/// channels on a development machine). Each thread writes its own channels' runs, so the
+/// result is the same.
 fn gather_in_parallel(
     block: &[u8],
     frame: usize,
     size: usize,
     channels: &[usize],
-    out: &mut [u8],
-    run: usize,
+    runs: &mut [&mut [u8]],
     rows: std::ops::Range<usize>,
+    threads: Gather,
 ) {
     let values = channels.len() * rows.len();
-    let threads = std::thread::available_parallelism()
-        .map_or(1, usize::from)
-        .min(GATHER_THREADS)
-        .min(values.div_ceil(GATHER_VALUES_PER_THREAD))
-        .min(channels.len())
-        .max(1);
+    let threads = match threads {
+        Gather::Parallel => std::thread::available_parallelism().map_or(1, usize::from),
+        Gather::OneThread => 1,
+    }
+    .min(GATHER_THREADS)
+    .min(values.div_ceil(GATHER_VALUES_PER_THREAD))
+    .min(channels.len())
+    .max(1);
     let per = channels.len().div_ceil(threads);
-    let out = &mut out[..channels.len() * run];
     std::thread::scope(|scope| {
-        for (channels, out) in channels.chunks(per).zip(out.chunks_mut(per * run)) {
+        for (channels, runs) in channels.chunks(per).zip(runs.chunks_mut(per)) {
             let rows = rows.clone();
             let work = move || match size {
-                2 => gather(block, frame, 2, channels, out, run, rows),
-                4 => gather(block, frame, 4, channels, out, run, rows),
-                _ => gather(block, frame, size, channels, out, run, rows),
+                2 => gather(block, frame, 2, channels, runs, rows),
+                4 => gather(block, frame, 4, channels, runs, rows),
+                _ => gather(block, frame, size, channels, runs, rows),
             };
             if threads == 1 {
                 work();
@@ -224,20 +292,19 @@ const GATHER_THREADS: usize = 8;
 /// Values a gather thread should have at least, so small reads stay on one thread.
 const GATHER_VALUES_PER_THREAD: usize = 1 << 18;
 
-/// Copies the values of `channels` out of a block of interleaved frames into their runs of
-/// `out` (channel-major, `run` bytes per channel), at rows `rows`, `size` bytes each. Always
-/// inlined, so a call with a constant `size` compiles each copy to one load and store.
+/// Copies the values of `channels` out of a block of interleaved frames into their `runs`
+/// (one per channel), at rows `rows`, `size` bytes each. Always inlined, so a call with a
+/// constant `size` compiles each copy to one load and store.
 #[inline(always)]
 fn gather(
     block: &[u8],
     frame: usize,
     size: usize,
     channels: &[usize],
-    out: &mut [u8],
-    run: usize,
+    runs: &mut [&mut [u8]],
     rows: std::ops::Range<usize>,
 ) {
-    for (&channel, out) in channels.iter().zip(out.chunks_exact_mut(run)) {
+    for (&channel, out) in channels.iter().zip(runs.iter_mut()) {
         let out = &mut out[rows.start * size..rows.end * size];
         let column = channel * size;
         for (value, frame_bytes) in out.chunks_exact_mut(size).zip(block.chunks_exact(frame)) {
@@ -321,47 +388,83 @@ impl RecordingSource for RawRecording {
     }
 
     fn fill_stored(&self, request: &ReadRequest<'_>, out: &mut [u8]) -> dspk_core::Result<()> {
+        let run = request.samples_per_channel() * self.info.stored_format.size();
+        let mut runs: Vec<&mut [u8]> = out.chunks_exact_mut(run.max(1)).collect();
         Ok(self.stored_into(
             request.channels(),
             request.samples().start,
             request.samples_per_channel(),
-            out,
+            &mut runs,
+            Gather::Parallel,
         )?)
     }
 
     fn fill_scaled(&self, request: &ReadRequest<'_>, out: &mut [f32]) -> dspk_core::Result<()> {
-        let channels = request.channels();
-        let n = request.samples_per_channel();
-        if n == 0 || channels.is_empty() {
-            return Ok(());
-        }
-        let format = self.info.stored_format;
-        let size = format.size();
-        let widest = channels.len().max(self.info.num_channels());
-        let rows_per_block = (BLOCK_BYTES / (widest * size)).max(1).min(n);
-        let mut stored = vec![0u8; channels.len() * rows_per_block * size];
-        let start = request.samples().start;
-        let mut row = 0;
-        while row < n {
-            let rows = rows_per_block.min(n - row);
-            let block = &mut stored[..channels.len() * rows * size];
-            self.stored_into(channels, start + row as u64, rows, block)?;
-            for (k, &channel) in channels.iter().enumerate() {
-                let info = &self.info.channels[channel];
-                format.scale_into(
-                    &block[k * rows * size..(k + 1) * rows * size],
-                    info.gain,
-                    info.offset,
-                    &mut out[k * n + row..k * n + row + rows],
-                );
-            }
-            row += rows;
-        }
-        Ok(())
+        let n = request.samples_per_channel().max(1);
+        let mut runs: Vec<&mut [f32]> = out.chunks_exact_mut(n).collect();
+        Ok(self.scaled_into(request, &mut runs, Gather::Parallel)?)
     }
 
     fn can_read_stored(&self) -> bool {
         true
+    }
+
+    /// By sample range for interleaved files (a part is one contiguous byte range), by channel
+    /// for channel-major ones (a channel's samples are contiguous).
+    fn concurrent_reads(&self) -> ConcurrentReads {
+        match self.order {
+            SampleOrder::Interleaved => ConcurrentReads::ByTime { align: 1 },
+            SampleOrder::ChannelMajor => ConcurrentReads::ByChannel,
+        }
+    }
+
+    fn fill_stored_runs(
+        &self,
+        request: &ReadRequest<'_>,
+        runs: &mut [&mut [u8]],
+    ) -> dspk_core::Result<()> {
+        let run = request.samples_per_channel() * self.info.stored_format.size();
+        request.check_runs(runs, run, "bytes")?;
+        Ok(self.stored_into(
+            request.channels(),
+            request.samples().start,
+            request.samples_per_channel(),
+            runs,
+            Gather::OneThread,
+        )?)
+    }
+
+    fn fill_scaled_runs(
+        &self,
+        request: &ReadRequest<'_>,
+        runs: &mut [&mut [f32]],
+    ) -> dspk_core::Result<()> {
+        request.check_runs(runs, request.samples_per_channel(), "values")?;
+        Ok(self.scaled_into(request, runs, Gather::OneThread)?)
+    }
+
+    /// Advises the system that the bytes of `channels` over `samples` will be needed
+    /// (`posix_fadvise(WILLNEED)`: the kernel starts reading them into the page cache).
+    fn will_read(&self, channels: &[usize], samples: std::ops::Range<u64>) {
+        let n = self.info.num_samples;
+        if samples.start >= samples.end || samples.end > n {
+            return;
+        }
+        let size = self.info.stored_format.size() as u64;
+        let len = samples.end - samples.start;
+        match self.order {
+            SampleOrder::Interleaved => {
+                let frame = self.info.num_channels() as u64 * size;
+                let offset = self.header_bytes + samples.start * frame;
+                self.file.advise_will_need(offset, len * frame);
+            }
+            SampleOrder::ChannelMajor => {
+                for &channel in channels.iter().filter(|&&c| c < self.info.num_channels()) {
+                    let offset = self.header_bytes + (channel as u64 * n + samples.start) * size;
+                    self.file.advise_will_need(offset, len * size);
+                }
+            }
+        }
     }
 }
 

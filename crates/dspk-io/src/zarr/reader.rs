@@ -3,7 +3,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use dspk_core::{ChannelInfo, ReadRequest, RecordingInfo, RecordingSource, SampleFormat};
+use dspk_core::{
+    ChannelInfo, ConcurrentReads, ReadRequest, RecordingInfo, RecordingSource, SampleFormat,
+};
 use zarrs::array::data_type::{
     FixedLengthUTF32DataType, Float32DataType, Int16DataType, Int32DataType, UInt16DataType,
 };
@@ -343,14 +345,12 @@ impl ZarrRecording {
         })
     }
 
-    /// Writes stored little-endian values of a checked request into `out`, channel-major.
-    fn stored_into(&self, request: &ReadRequest<'_>, out: &mut [u8]) -> Result<()> {
+    /// Writes stored little-endian values of a checked request into `runs`, one per channel.
+    fn stored_into(&self, request: &ReadRequest<'_>, runs: &mut [&mut [u8]]) -> Result<()> {
         let size = self.info.stored_format.size();
-        let n = request.samples_per_channel();
         let range = request.samples();
         let grid = &self.grid;
-        for (k, &channel) in request.channels().iter().enumerate() {
-            let out = &mut out[k * n * size..(k + 1) * n * size];
+        for (&channel, out) in request.channels().iter().zip(runs.iter_mut()) {
             let mut t = range.start;
             while t < range.end {
                 let Some(indices) = grid.chunk_indices(&[t, channel as u64]).ok().flatten() else {
@@ -552,31 +552,70 @@ impl RecordingSource for ZarrRecording {
     }
 
     fn fill_stored(&self, request: &ReadRequest<'_>, out: &mut [u8]) -> dspk_core::Result<()> {
-        Ok(self.stored_into(request, out)?)
+        let run = request.samples_per_channel() * self.info.stored_format.size();
+        let mut runs: Vec<&mut [u8]> = out.chunks_exact_mut(run.max(1)).collect();
+        Ok(self.stored_into(request, &mut runs)?)
     }
 
     fn fill_scaled(&self, request: &ReadRequest<'_>, out: &mut [f32]) -> dspk_core::Result<()> {
-        let format = self.info.stored_format;
-        let size = format.size();
-        let mut stored = vec![0u8; out.len() * size];
-        self.stored_into(request, &mut stored)?;
         let n = request.samples_per_channel();
         if n == 0 {
             return Ok(());
         }
+        let mut runs: Vec<&mut [f32]> = out.chunks_exact_mut(n).collect();
+        self.fill_scaled_runs(request, &mut runs)
+    }
+
+    fn can_read_stored(&self) -> bool {
+        true
+    }
+
+    /// By sample range, cut at the chunks' length in time (so no chunk is decoded by two of
+    /// the loader's threads; a grid without a first chunk cuts anywhere).
+    fn concurrent_reads(&self) -> ConcurrentReads {
+        let align = self
+            .grid
+            .subset(&[0, 0])
+            .ok()
+            .flatten()
+            .map_or(1, |chunk| chunk.shape()[0].max(1));
+        ConcurrentReads::ByTime { align }
+    }
+
+    fn fill_stored_runs(
+        &self,
+        request: &ReadRequest<'_>,
+        runs: &mut [&mut [u8]],
+    ) -> dspk_core::Result<()> {
+        let run = request.samples_per_channel() * self.info.stored_format.size();
+        request.check_runs(runs, run, "bytes")?;
+        Ok(self.stored_into(request, runs)?)
+    }
+
+    fn fill_scaled_runs(
+        &self,
+        request: &ReadRequest<'_>,
+        runs: &mut [&mut [f32]],
+    ) -> dspk_core::Result<()> {
+        let n = request.samples_per_channel();
+        request.check_runs(runs, n, "values")?;
+        let format = self.info.stored_format;
+        let size = format.size();
+        if n == 0 {
+            return Ok(());
+        }
+        let mut stored = vec![0u8; request.num_values() * size];
+        let mut stored_runs: Vec<&mut [u8]> = stored.chunks_exact_mut(n * size).collect();
+        self.stored_into(request, &mut stored_runs)?;
         for ((&channel, stored), out) in request
             .channels()
             .iter()
             .zip(stored.chunks_exact(n * size))
-            .zip(out.chunks_exact_mut(n))
+            .zip(runs.iter_mut())
         {
             let info = &self.info.channels[channel];
             format.scale_into(stored, info.gain, info.offset, out);
         }
         Ok(())
-    }
-
-    fn can_read_stored(&self) -> bool {
-        true
     }
 }

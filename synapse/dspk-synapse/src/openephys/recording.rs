@@ -3,7 +3,8 @@
 use std::path::{Path, PathBuf};
 
 use dspk_core::{
-    ChannelInfo, RationalTime, ReadRequest, RecordingInfo, RecordingSource, SampleFormat,
+    ChannelInfo, ConcurrentReads, RationalTime, ReadRequest, RecordingInfo, RecordingSource,
+    SampleFormat,
 };
 use dspk_io::{
     ByteOrder, DataFile, ElementKind, METADATA_LIMIT, NpyHeader, RawRecording, RawSpec,
@@ -384,5 +385,38 @@ impl RecordingSource for OpenEphysRecording {
 
     fn can_read_stored(&self) -> bool {
         true
+    }
+
+    // Concurrent reads and read-ahead hints as the raw file's, on the file's columns.
+    fn concurrent_reads(&self) -> ConcurrentReads {
+        self.raw.concurrent_reads()
+    }
+
+    fn fill_scaled_runs(
+        &self,
+        request: &ReadRequest<'_>,
+        runs: &mut [&mut [f32]],
+    ) -> dspk_core::Result<()> {
+        let columns = self.file_columns(request);
+        let file_request = ReadRequest::new(self.raw.info(), &columns, request.samples())?;
+        self.raw.fill_scaled_runs(&file_request, runs)
+    }
+
+    fn fill_stored_runs(
+        &self,
+        request: &ReadRequest<'_>,
+        runs: &mut [&mut [u8]],
+    ) -> dspk_core::Result<()> {
+        let columns = self.file_columns(request);
+        let file_request = ReadRequest::new(self.raw.info(), &columns, request.samples())?;
+        self.raw.fill_stored_runs(&file_request, runs)
+    }
+
+    fn will_read(&self, channels: &[usize], samples: std::ops::Range<u64>) {
+        let columns: Vec<usize> = channels
+            .iter()
+            .filter_map(|&c| self.columns.get(c).copied())
+            .collect();
+        self.raw.will_read(&columns, samples);
     }
 }

@@ -23,7 +23,9 @@ mod stream;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use dspk_core::{ChannelInfo, ReadRequest, RecordingInfo, RecordingSource, SampleFormat};
+use dspk_core::{
+    ChannelInfo, ConcurrentReads, ReadRequest, RecordingInfo, RecordingSource, SampleFormat,
+};
 use dspk_io::{ByteOrder, Detection, Format, RawRecording, RawSpec, SampleOrder};
 
 pub use meta::{MAX_CHANNELS, Meta};
@@ -319,6 +321,31 @@ impl RecordingSource for SpikeGlxRecording {
 
     fn can_read_stored(&self) -> bool {
         true
+    }
+
+    // Concurrent reads and read-ahead hints as the raw file's (same columns, as above).
+    fn concurrent_reads(&self) -> ConcurrentReads {
+        self.raw.concurrent_reads()
+    }
+
+    fn fill_scaled_runs(
+        &self,
+        request: &ReadRequest<'_>,
+        runs: &mut [&mut [f32]],
+    ) -> dspk_core::Result<()> {
+        self.raw.fill_scaled_runs(request, runs)
+    }
+
+    fn fill_stored_runs(
+        &self,
+        request: &ReadRequest<'_>,
+        runs: &mut [&mut [u8]],
+    ) -> dspk_core::Result<()> {
+        self.raw.fill_stored_runs(request, runs)
+    }
+
+    fn will_read(&self, channels: &[usize], samples: std::ops::Range<u64>) {
+        self.raw.will_read(channels, samples);
     }
 }
 
