@@ -80,6 +80,7 @@ pub mod report;
 pub mod score;
 mod settings;
 pub mod sort;
+pub mod sweep;
 pub mod sorting;
 pub mod summary;
 pub mod universal;
