@@ -10,9 +10,13 @@
 //! | `1 − rp_contamination` | refractory-period contamination (Llobet et al. 2022), 1 ms refractory, 0 ms censored |
 //! | `presence_ratio` | fraction of 20 s bins with more than half the mean rate's spikes |
 //! | `1 − amplitude_cutoff`, 0 when undefined | missed-spike fraction from a 32-bin amplitude histogram, undefined below 4 spikes per bin |
-//! | `1 / (1 + e^(firing_rate − 200))` | spikes per second |
-//! | `1 / (1 + e^(firing_range − 200))` | 95th − 5th percentile of the rate in 0.5 s bins |
+//! | `1 / (1 + e^(firing_rate + 1e−8 − 200))` | spikes per second |
+//! | `1 / (1 + e^(firing_range + 1e−8 − 200))` | 95th − 5th percentile of the rate in 0.5 s bins |
 //! | `1 − 1 / (1 + e^(snr − 4))` | signal-to-noise ratio, an input (the caller computes it) |
+//!
+//! The product is taken in EMUsort's grouping, `(1 − rp) × (presence × amplitude) × (rate ×
+//! range) × snr`, and the 1e−8 is EMUsort's (`get_emusort_scores` of EMUsort 1.1.0), so scores
+//! agree with EMUsort's to the last bits given the same metrics.
 //!
 //! The metrics follow SpikeInterface's definitions on a one-segment recording, edge cases
 //! included (see [`UnitMetrics`] for when each is undefined). A metric SpikeInterface leaves
@@ -312,46 +316,31 @@ pub fn unit_metrics(
     Ok(metrics)
 }
 
-/// The score of a unit whose metrics are known: the product, in the order of the module's
-/// table, of the factors `settings.factors` switches on; `None` when a switched-on factor is
-/// undefined. Exposed for callers that recompute the score with other factors.
+/// The score of a unit whose metrics are known: the product, in EMUsort's grouping (see the
+/// module doc), of the factors `settings.factors` switches on, a factor switched off counting
+/// as 1; `None` when a switched-on factor is undefined. Exposed for callers that recompute the
+/// score with other factors.
 #[must_use]
 pub fn unit_score(metrics: &UnitMetrics, settings: &ScoreSettings) -> Option<f64> {
     let on = &settings.factors;
-    let falling = |x: f64, midpoint: f64| 1.0 / (1.0 + (x - midpoint).exp());
-    let factors = [
-        (
-            on.rp_contamination,
-            metrics.rp_contamination.map(|c| 1.0 - c),
-        ),
-        (on.presence_ratio, metrics.presence_ratio),
-        (
+    // EMUsort adds 1e-8 to the rate and the range inside their sigmoids.
+    let rate_term = |hz: f64| 1.0 / (1.0 + ((hz + 1e-8) - settings.rate_midpoint_hz).exp());
+    let factor =
+        |switched_on: bool, value: Option<f64>| if switched_on { value } else { Some(1.0) };
+    // EMUsort's grouping: type I × (presence × amplitude) × (rate × range) × SNR.
+    let type_1 = factor(
+        on.rp_contamination,
+        metrics.rp_contamination.map(|c| 1.0 - c),
+    )?;
+    let type_2 = factor(on.presence_ratio, metrics.presence_ratio)?
+        * factor(
             on.amplitude_cutoff,
             Some(metrics.amplitude_cutoff.map_or(0.0, |c| 1.0 - c)),
-        ),
-        (
-            on.firing_rate,
-            metrics
-                .firing_rate
-                .map(|r| falling(r, settings.rate_midpoint_hz)),
-        ),
-        (
-            on.firing_range,
-            metrics
-                .firing_range
-                .map(|r| falling(r, settings.rate_midpoint_hz)),
-        ),
-        (
-            on.snr,
-            Some(1.0 - falling(metrics.snr, settings.snr_midpoint)),
-        ),
-    ];
-    let mut score = 1.0;
-    for (switched_on, factor) in factors {
-        if switched_on {
-            score *= factor?;
-        }
-    }
+        )?;
+    let validity = factor(on.firing_rate, metrics.firing_rate.map(rate_term))?
+        * factor(on.firing_range, metrics.firing_range.map(rate_term))?;
+    let snr_term = 1.0 - 1.0 / (1.0 + (metrics.snr - settings.snr_midpoint).exp());
+    let score = type_1 * type_2 * validity * factor(on.snr, Some(snr_term))?;
     (!score.is_nan()).then_some(score)
 }
 

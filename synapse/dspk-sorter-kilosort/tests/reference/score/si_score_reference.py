@@ -179,12 +179,15 @@ def metrics_for(fs, n, units):
     scores = []
     for uid in ids:
         snr = units[uid][2]
-        # EMUsort 1.1.0's per-unit score (KILOSORT4.md §10.2).
-        score = ((1.0 - rp_contamination[uid]) * presence[uid]
-                 * np.nan_to_num(1.0 - cutoff[uid], nan=0.0)
-                 / (1.0 + np.exp(rate[uid] - 200.0))
-                 / (1.0 + np.exp(frange[uid] - 200.0))
-                 * (1.0 - 1.0 / (1.0 + np.exp(snr - 4.0))))
+        # EMUsort 1.1.0's per-unit score (KILOSORT4.md §10.2) in its grouping and arithmetic
+        # (`get_emusort_scores`: math.prod of type I, type II, firing-rate validity and SNR
+        # terms; 1e-8 added to the rate and range inside their sigmoids).
+        type_1 = 1.0 - rp_contamination[uid]
+        type_2 = presence[uid] * np.nan_to_num(1.0 - cutoff[uid], nan=0.0)
+        validity = (1.0 / (1.0 + np.exp((rate[uid] + 1e-8) - 200.0))
+                    * (1.0 / (1.0 + np.exp((frange[uid] + 1e-8) - 200.0))))
+        snr_term = 1.0 - (1.0 / (1.0 + np.exp(snr - 4.0)))
+        score = type_1 * type_2 * validity * snr_term
         scores.append(score)
         out.append({
             "unit": uid,
