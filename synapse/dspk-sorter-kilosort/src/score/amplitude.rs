@@ -101,7 +101,7 @@ fn median_is_negative(amplitudes: &[f32]) -> bool {
 /// `linspace(min, max, bins + 1)` evaluated in float32 (`i · step + min`, the last edge `max`),
 /// each value placed by numpy's estimate `((v − min) / (max − min)) · bins` and its one-step
 /// correction against the edges; bins are half-open except the last, which is closed.
-fn histogram_f32(values: &[f32], bins: usize) -> Result<Vec<u64>> {
+pub(super) fn histogram_f32(values: &[f32], bins: usize) -> Result<Vec<u64>> {
     let (mut lo, mut hi) = values
         .iter()
         .fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), &v| {

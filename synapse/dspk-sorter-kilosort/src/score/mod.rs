@@ -5,13 +5,13 @@
 //! A unit's score is the product of six factors built on SpikeInterface 0.104.7 quality metrics
 //! (each factor can be switched off, see [`ScoreFactors`]):
 //!
-//! | factor | metric (SpikeInterface) |
+//! | factor | metric (SpikeInterface's) |
 //! |---|---|
-//! | `1 − rp_contamination` | refractory-period contamination (Llobet et al. 2022), 1 ms refractory, 0 ms censored |
-//! | `presence_ratio` | fraction of 20 s bins with more than half the mean rate's spikes |
-//! | `1 − amplitude_cutoff`, 0 when undefined | missed-spike fraction from a 32-bin amplitude histogram, undefined below 4 spikes per bin |
-//! | `1 / (1 + e^(firing_rate + 1e−8 − 200))` | spikes per second |
-//! | `1 / (1 + e^(firing_range + 1e−8 − 200))` | 95th − 5th percentile of the rate in 0.5 s bins |
+//! | `1 − rp_contamination` | Llobet et al. 2022 contamination, 1 ms refractory, 0 censored |
+//! | `presence_ratio` | share of 20 s bins with over half the mean rate's spikes |
+//! | `1 − amplitude_cutoff` (0 if undefined) | missed spikes from a 32-bin amplitude histogram |
+//! | `1 / (1 + e^(rate + 1e−8 − 200))` | firing rate, spikes per second |
+//! | `1 / (1 + e^(range + 1e−8 − 200))` | 95th − 5th percentile of the rate in 0.5 s bins |
 //! | `1 − 1 / (1 + e^(snr − 4))` | signal-to-noise ratio, an input (the caller computes it) |
 //!
 //! The product is taken in EMUsort's grouping, `(1 − rp) × (presence × amplitude) × (rate ×
@@ -22,6 +22,10 @@
 //! included (see [`UnitMetrics`] for when each is undefined). A metric SpikeInterface leaves
 //! NaN is `None` here; a switched-on factor built on an undefined metric makes the unit's score
 //! undefined (NaN × anything in EMUsort), except the amplitude factor, which EMUsort sets to 0.
+//! On a recording shorter than one presence bin (20 s) every unit's score is therefore
+//! undefined, as in EMUsort, unless the presence factor is off. The amplitude cutoff reads the
+//! per-spike amplitudes it is given (SpikeInterface's are the filtered trace at each spike's
+//! peak on the unit's best channel); only the shape of their distribution matters.
 //! [`run_score`] is numpy's `nanmean` over the units' scores. Reference values from
 //! SpikeInterface itself are in `tests/reference/score/` (the script that writes them is
 //! beside the file).

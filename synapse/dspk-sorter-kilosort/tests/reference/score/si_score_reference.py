@@ -17,7 +17,9 @@ the amplitudes as SpikeInterface hands them back per unit (float32). The SNR is 
 score (the sorter computes it from templates and noise), so each unit's SNR is a chosen number
 here; the per-unit score is EMUsort's product of factors evaluated with numpy on those values.
 
-NaN (a metric SpikeInterface leaves undefined) is written as null.
+NaN (a metric SpikeInterface leaves undefined) is written as null. A unit's spike times are a
+list, or, for the train 0, s, 2s, ... with one spike per amplitude, the step s alone
+("times_step").
 """
 import json
 import math
@@ -116,6 +118,36 @@ def scenario_edges(rng):
     return fs, n, {"ramp": (t, rng.normal(20.0, 2.0, t.size), 5.0)}
 
 
+def scenario_amplitudes(rng):
+    """30 s at 30 kHz, 40 evenly spaced units whose amplitudes vary: Gaussian, cut Gaussian,
+    whole numbers (values on bin edges), a few distinct values, negative, skewed; sizes around
+    the 128-spike minimum (32 bins x 4)."""
+    fs = 30000.0
+    n = 900000
+    units = {}
+    for k in range(40):
+        size = [127, 128, 129, 200][k % 4] if k < 8 else int(rng.integers(128, 400))
+        mu, sd = rng.uniform(20.0, 120.0), rng.uniform(2.0, 25.0)
+        kind = k % 6
+        if kind == 0:
+            a = rng.normal(mu, sd, size)
+        elif kind == 1:
+            a = rng.normal(mu, sd, size * 3)
+            a = a[a > mu - rng.uniform(0.0, 1.5) * sd][:size]
+        elif kind == 2:
+            a = np.round(rng.normal(mu, sd / 3.0, size))
+        elif kind == 3:
+            a = rng.choice(np.round(rng.uniform(10.0, 90.0, int(rng.integers(1, 5))), 1), size)
+        elif kind == 4:
+            a = -rng.normal(mu, sd, size)
+        else:
+            a = mu * rng.lognormal(0.0, 0.5, size)
+        # Spike i at i * (n // size): written to the file as that step only.
+        t = np.arange(a.size, dtype=np.int64) * (n // a.size)
+        units[f"a{k:02d}"] = (t, a, float(rng.uniform(2.0, 10.0)))
+    return fs, n, units
+
+
 def scenario_short(rng):
     """10 s at a TDT-like rate: shorter than one presence bin (presence NaN for every unit)."""
     fs = 24414.0625
@@ -191,7 +223,7 @@ def metrics_for(fs, n, units):
         scores.append(score)
         out.append({
             "unit": uid,
-            "times": [int(v) for v in np.sort(units[uid][0])],
+            **train_json(np.sort(units[uid][0])),
             "amplitudes": [shortest_f32(v) for v in by_unit[uid]],
             "snr": snr,
             "rp_violations": int(rp_violations[uid]),
@@ -205,6 +237,14 @@ def metrics_for(fs, n, units):
     finite = [s for s in scores if not math.isnan(s)]
     run_score = float(np.nanmean(scores)) if finite else None
     return {"sample_rate": fs, "num_samples": n, "units": out, "run_score": run_score}
+
+
+def train_json(times):
+    """`{"times_step": s}` for the train 0, s, 2s, ... (as many spikes as amplitudes), else
+    `{"times": [...]}`."""
+    if times.size > 1 and times[0] == 0 and np.all(np.diff(times) == times[1]):
+        return {"times_step": int(times[1])}
+    return {"times": [int(v) for v in times]}
 
 
 def shortest_f32(v):
@@ -221,7 +261,7 @@ def main():
     rng = np.random.default_rng(20260101)
     scenarios = {}
     for name, make in [("main", scenario_main), ("short", scenario_short), ("tiny", scenario_tiny),
-                       ("edges", scenario_edges)]:
+                       ("edges", scenario_edges), ("amplitudes", scenario_amplitudes)]:
         fs, n, units = make(rng)
         scenarios[name] = metrics_for(fs, n, units)
     doc = {
