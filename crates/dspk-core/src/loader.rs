@@ -791,3 +791,23 @@ impl<S: RecordingSource + ?Sized, T: WindowElement> Reader<S, T> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thread_counts_from_the_environment_are_checked() {
+        assert_eq!(parse_threads("4").unwrap(), 4);
+        assert_eq!(parse_threads(" 64\n").unwrap(), MAX_LOADER_THREADS);
+        for bad in ["0", "65", "-1", "four", ""] {
+            let error = parse_threads(bad).unwrap_err().to_string();
+            assert!(error.starts_with("DSPK_LOADER_THREADS: `"), "{error}");
+        }
+        let asked = LoaderOptions {
+            threads: NonZeroUsize::new(1000),
+            ..LoaderOptions::default()
+        };
+        assert_eq!(asked.resolved_threads().unwrap(), MAX_LOADER_THREADS);
+    }
+}

@@ -283,14 +283,11 @@ impl<T: WindowElement> PartReaders<T> {
                 Err(_) => break,
             }
         }
-        results
-            .into_iter()
-            .map(|r| {
-                r.unwrap_or(Err(Error::LoaderStopped {
-                    window: window.index(),
-                }))
-            })
-            .collect()
+        results.into_iter().try_for_each(|r| {
+            r.unwrap_or(Err(Error::LoaderStopped {
+                window: window.index(),
+            }))
+        })
     }
 }
 
