@@ -1,0 +1,241 @@
+//! HDBSCAN's device path against its `f64` host path, on every compiled runtime; the tree
+//! steps on hand-checked cases; input errors. (Equality with sklearn itself:
+//! `tests/hdbscan_reference.rs`.)
+
+use cubecl::client::Client;
+use dspk_core::test_util::{Rng, for_each_runtime};
+
+use super::exact::{self, Edge};
+use super::launch::{self, MARGIN};
+use super::{HdbscanSettings, hdbscan_labels, hdbscan_labels_host, kernel, tree};
+use crate::Error;
+
+/// `blobs` Gaussian blobs of `per_blob` points (spread 0.3, centres spread 2) and `noise`
+/// uniform points in [-3, 3], `dim` values each, interleaved.
+fn blob_points(rng: &mut Rng, dim: usize, blobs: usize, per_blob: usize, noise: usize) -> Vec<f32> {
+    let centres: Vec<Vec<f64>> = (0..blobs)
+        .map(|_| (0..dim).map(|_| 2.0 * rng.normal()).collect())
+        .collect();
+    let mut rows: Vec<Vec<f32>> = Vec::new();
+    for centre in &centres {
+        for _ in 0..per_blob {
+            rows.push(
+                centre
+                    .iter()
+                    .map(|c| (c + 0.3 * rng.normal()) as f32)
+                    .collect(),
+            );
+        }
+    }
+    for _ in 0..noise {
+        rows.push((0..dim).map(|_| rng.uniform(-3.0, 3.0) as f32).collect());
+    }
+    // A seeded shuffle, so clusters are not contiguous.
+    for i in (1..rows.len()).rev() {
+        let j = rng.below(i as u64 + 1) as usize;
+        rows.swap(i, j);
+    }
+    rows.concat()
+}
+
+/// The sorted weights of a tree's edges.
+fn sorted_weights(edges: &[Edge]) -> Vec<f64> {
+    let mut w: Vec<f64> = edges.iter().map(|e| e.weight).collect();
+    w.sort_by(f64::total_cmp);
+    w
+}
+
+/// Device tree, host Prim's tree, device labels and host labels agree on `points`.
+fn check_against_host(client: &Client, points: &[f32], dim: usize, settings: &HdbscanSettings) {
+    let n = points.len() / dim;
+    let k = settings.min_samples.unwrap_or(settings.min_cluster_size);
+    let core = exact::core_distances(points, dim, k);
+    let prim = exact::prim_tree(points, dim, &core);
+    let device = launch::device_tree(client, points, dim, k).unwrap();
+    assert_eq!(device.len(), n - 1);
+    let (a, b) = (sorted_weights(&device), sorted_weights(&prim));
+    let total = |w: &[f64]| w.iter().sum::<f64>();
+    assert!(
+        (total(&a) - total(&b)).abs() <= 1e-9 * total(&b),
+        "tree weights {} (device) vs {} (Prim)",
+        total(&a),
+        total(&b)
+    );
+    assert_eq!(a, b, "sorted edge weights, n {n} dim {dim}");
+    let host = hdbscan_labels_host(points, dim, settings).unwrap();
+    let labels = hdbscan_labels(client, points, dim, settings).unwrap();
+    assert_eq!(labels, host, "labels, n {n} dim {dim}");
+}
+
+#[test]
+fn device_tree_and_labels_match_host_on_random_inputs() {
+    for_each_runtime(|_, client| {
+        let mut rng = Rng::new(7);
+        for (dim, blobs, per_blob, noise, mcs, min_samples) in [
+            (61, 3, 70, 43, 20, None),
+            (3, 4, 37, 29, 9, Some(5)),
+            (1, 2, 30, 11, 5, None),
+            (7, 1, 50, 17, 4, Some(1)),
+        ] {
+            let points = blob_points(&mut rng, dim, blobs, per_blob, noise);
+            let settings = HdbscanSettings {
+                min_cluster_size: mcs,
+                min_samples,
+            };
+            check_against_host(client, &points, dim, &settings);
+        }
+    });
+}
+
+#[test]
+fn nearest_points_give_exact_core_distances() {
+    for_each_runtime(|_, client| {
+        let mut rng = Rng::new(11);
+        let (dim, k) = (61, 20);
+        let points = blob_points(&mut rng, dim, 2, 90, 37);
+        let n = points.len() / dim;
+        let slots = k + MARGIN;
+        let x = crate::buffers::upload(client, &points).unwrap();
+        let nearest = crate::buffers::alloc::<u32>(client, n * slots).unwrap();
+        kernel::nearest_points::launch(
+            client,
+            dspk_ops::launch::cube_count(n),
+            cubecl::prelude::CubeDim::new_1d(dspk_ops::launch::CUBE_DIM),
+            x.arg(points.len()),
+            nearest.arg(n * slots),
+            n as u32,
+            dim,
+            slots,
+            7,
+        );
+        let found = nearest.to_host(client).unwrap();
+        for i in 0..n {
+            // The first candidate is the point itself, then (f32) distances increase.
+            assert_eq!(found[i * slots] as usize, i, "point {i}");
+        }
+        let core = exact::core_distances_among(&points, dim, k, &found, slots).unwrap();
+        assert_eq!(core, exact::core_distances(&points, dim, k));
+    });
+}
+
+#[test]
+fn duplicates_match_host() {
+    for_each_runtime(|_, client| {
+        let mut rng = Rng::new(5);
+        let dim = 2;
+        let mut points = blob_points(&mut rng, dim, 2, 40, 21);
+        // 25 copies of one point (core distance 0 at min_samples 20: a cluster born at
+        // infinite lambda) and 3 copies of another.
+        let first = points[..dim].to_vec();
+        let other = points[10 * dim..11 * dim].to_vec();
+        for _ in 0..24 {
+            points.extend_from_slice(&first);
+        }
+        for _ in 0..2 {
+            points.extend_from_slice(&other);
+        }
+        for mcs in [5, 20] {
+            let settings = HdbscanSettings {
+                min_cluster_size: mcs,
+                min_samples: None,
+            };
+            check_against_host(client, &points, dim, &settings);
+        }
+    });
+}
+
+#[test]
+fn two_groups_on_a_line() {
+    // 11 points at 0..10 and 11 at 100..110: two clusters, the one holding point 0 first.
+    let mut points: Vec<f32> = (0..11).map(|i| 100.0 + i as f32).collect();
+    points.extend((0..11).map(|i| i as f32));
+    points.swap(0, 15);
+    let settings = HdbscanSettings {
+        min_cluster_size: 5,
+        min_samples: Some(3),
+    };
+    let labels = hdbscan_labels_host(&points, 1, &settings).unwrap();
+    let expected: Vec<i32> = points
+        .iter()
+        .map(|&v| i32::from(v >= 50.0) ^ i32::from(points[0] >= 50.0))
+        .collect();
+    assert_eq!(labels, expected);
+    // A lone far point is noise.
+    points.push(1000.0);
+    let labels = hdbscan_labels_host(&points, 1, &settings).unwrap();
+    assert_eq!(labels[22], -1);
+    assert!(labels[..22].iter().all(|&l| l >= 0));
+}
+
+#[test]
+fn tree_refuses_edges_that_do_not_span() {
+    let edge = |a, b| Edge { a, b, weight: 1.0 };
+    assert!(tree::labels_from_tree(3, &[edge(0, 1)], 2).is_none());
+    assert!(tree::labels_from_tree(3, &[edge(0, 1), edge(1, 0)], 2).is_none());
+    assert!(tree::labels_from_tree(3, &[edge(0, 1), edge(1, 7)], 2).is_none());
+    assert!(tree::labels_from_tree(3, &[edge(0, 1), edge(1, 2)], 2).is_some());
+}
+
+#[test]
+fn bad_inputs_are_errors() {
+    let settings = HdbscanSettings::default();
+    let points = vec![0.5f32; 30 * 4];
+    let input = |r: crate::Result<Vec<i32>>| matches!(r, Err(Error::Input { .. }));
+    let setting = |r: crate::Result<Vec<i32>>| matches!(r, Err(Error::Setting { .. }));
+    assert!(input(hdbscan_labels_host(&points, 0, &settings)));
+    assert!(input(hdbscan_labels_host(&points[..119], 4, &settings)));
+    assert!(input(hdbscan_labels_host(&points[..4 * 19], 4, &settings)));
+    let few_samples = HdbscanSettings {
+        min_cluster_size: 2,
+        min_samples: Some(31),
+    };
+    assert!(input(hdbscan_labels_host(&points, 4, &few_samples)));
+    for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+        let mut p = points.clone();
+        p[57] = bad;
+        assert!(input(hdbscan_labels_host(&p, 4, &settings)));
+    }
+    for (mcs, ms) in [(1, None), (0, None), (5, Some(0))] {
+        let s = HdbscanSettings {
+            min_cluster_size: mcs,
+            min_samples: ms,
+        };
+        assert!(setting(hdbscan_labels_host(&points, 4, &s)));
+    }
+    for_each_runtime(|_, client| {
+        let mut p = points.clone();
+        p[3] = f32::NAN;
+        assert!(input(hdbscan_labels(client, &p, 4, &settings)));
+        p[3] = 1e30;
+        assert!(input(hdbscan_labels(client, &p, 4, &settings)));
+        let many = HdbscanSettings {
+            min_cluster_size: 2,
+            min_samples: Some(super::MAX_DEVICE_MIN_SAMPLES + 1),
+        };
+        let big = vec![0.5f32; 4 * 200];
+        assert!(setting(hdbscan_labels(client, &big, 4, &many)));
+        // All points equal: every weight is 0, one cluster, which is the root: all noise.
+        assert_eq!(
+            hdbscan_labels(client, &points, 4, &settings).unwrap(),
+            vec![-1; 30]
+        );
+    });
+}
+
+/// Times the device path on 20 000 points of 61 values (3 blobs and noise).
+#[test]
+#[ignore = "timing: run by hand in release"]
+fn time_20000_points_of_61() {
+    for_each_runtime(|target, client| {
+        let mut rng = Rng::new(3);
+        let points = blob_points(&mut rng, 61, 3, 6000, 2000);
+        let started = std::time::Instant::now();
+        let labels = hdbscan_labels(client, &points, 61, &HdbscanSettings::default()).unwrap();
+        let noise = labels.iter().filter(|&&l| l < 0).count();
+        eprintln!(
+            "{target}: 20000 x 61 in {:.2} s, {} clusters, {noise} noise",
+            started.elapsed().as_secs_f64(),
+            labels.iter().max().map_or(0, |&m| m + 1)
+        );
+    });
+}
