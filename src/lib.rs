@@ -25,6 +25,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 pub mod events;
 pub mod figures;
+pub mod loader_figures;
 pub mod passes;
 pub mod recall;
 pub mod synthetic;

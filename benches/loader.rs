@@ -1,0 +1,465 @@
+//! The window loader measured on a raw int16 file: the loader alone and the pipelined stored
+//! upload with 1, 2, 4, 8 and 16 reader threads, from the page cache and from the disk, and the
+//! disk's own rate with `O_DIRECT` reads into page-aligned buffers.
+//!
+//! ```text
+//! DSPK_RUNTIME=cuda cargo bench --features cuda --bench loader -- --gb 4 --dir /path/on/disk
+//! cargo bench --bench loader -- --file recording.bin --channels 384 --no-upload
+//! ```
+//!
+//! Flags: `--file PATH` (an interleaved int16 file without header; else one of `--gb` GB,
+//! default 4, is written in `--dir`, default the target's temporary folder, and removed after
+//! unless `--keep`), `--channels` (384), `--samples` per window (60 000), `--threads` (a list,
+//! `1,2,4,8,16`), `--no-upload` (no device), `--no-disk` (page cache only), `--no-direct`,
+//! `--direct-mib` (the `O_DIRECT` block per read, 8).
+//!
+//! "From the disk" means after `fsync` and `posix_fadvise(DONTNEED)` on the whole file before
+//! each run; the `resident%` column says how much of the file was still in the page cache when
+//! the run started (measured with `mincore`), so a run that did not start cold shows it.
+//! Rates count the file's bytes in GB/s (10^9 bytes per second) and windows per second
+//! (arithmetic: `dspk_examples::loader_figures`).
+
+use std::fs::File;
+use std::num::NonZeroUsize;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use dspk::SampleFormat::I16;
+use dspk::cubecl::future::block_on;
+use dspk::io::{ByteOrder, RawRecording, RawSpec, SampleOrder};
+use dspk::ops::PipelineWorkspace;
+use dspk::readahead::advise_dont_need;
+use dspk::rng::SplitMix64;
+use dspk::{
+    ChannelInfo, ChunkSchedule, ComputeTarget, LoaderOptions, RecordingSource, SampleRate,
+    WindowLoader,
+};
+use dspk_examples::loader_figures::{
+    BenchRecording, parse_thread_list, resident_percent, table_header, table_row,
+};
+
+type BoxResult<T> = Result<T, Box<dyn std::error::Error>>;
+
+struct Args {
+    file: Option<PathBuf>,
+    dir: PathBuf,
+    gb: f64,
+    channels: usize,
+    samples: u64,
+    threads: Vec<usize>,
+    upload: bool,
+    disk: bool,
+    direct: bool,
+    direct_mib: usize,
+    keep: bool,
+}
+
+fn parse_args() -> BoxResult<Args> {
+    let mut args = Args {
+        file: None,
+        dir: PathBuf::from(env!("CARGO_TARGET_TMPDIR")),
+        gb: 4.0,
+        channels: 384,
+        samples: 60_000,
+        threads: vec![1, 2, 4, 8, 16],
+        upload: true,
+        disk: true,
+        direct: true,
+        direct_mib: 8,
+        keep: false,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let mut value = || it.next().ok_or(format!("a value after {flag}"));
+        match flag.as_str() {
+            "--file" => args.file = Some(PathBuf::from(value()?)),
+            "--dir" => args.dir = PathBuf::from(value()?),
+            "--gb" => args.gb = value()?.parse()?,
+            "--channels" => args.channels = value()?.parse()?,
+            "--samples" => args.samples = value()?.parse()?,
+            "--threads" => {
+                let list = value()?;
+                args.threads = parse_thread_list(&list)
+                    .ok_or(format!("--threads {list}: a list like 1,2,4,8,16"))?;
+            }
+            "--direct-mib" => args.direct_mib = value()?.parse()?,
+            "--no-upload" => args.upload = false,
+            "--no-disk" => args.disk = false,
+            "--no-direct" => args.direct = false,
+            "--keep" => args.keep = true,
+            "--bench" => {} // passed by `cargo bench`
+            other => return Err(format!("unknown argument {other}").into()),
+        }
+    }
+    if args.channels == 0
+        || args.samples == 0
+        || args.direct_mib == 0
+        || args.gb.is_nan()
+        || args.gb <= 0.0
+    {
+        return Err("--channels, --samples, --gb and --direct-mib must be positive".into());
+    }
+    Ok(args)
+}
+
+fn main() -> std::process::ExitCode {
+    // SAFETY: first in main, no other thread yet.
+    unsafe { dspk_examples::quiet_vulkan_device_select() };
+    dspk_examples::finish(run())
+}
+
+/// Writes `recording` as interleaved int16 noise to `path` (one seeded 8 MiB block, its first
+/// 8 bytes replaced by the block's number so no two blocks are alike) and syncs it to the disk.
+fn write_file(path: &Path, recording: &BenchRecording) -> BoxResult<()> {
+    const BLOCK: usize = 8 << 20;
+    let mut rng = SplitMix64::new(2026);
+    let mut block: Vec<u8> = (0..BLOCK / 8)
+        .flat_map(|_| rng.next_u64().to_le_bytes())
+        .collect();
+    let file = File::create(path)?;
+    let total = recording.bytes();
+    let mut written = 0u64;
+    while written < total {
+        let len = (total - written).min(BLOCK as u64) as usize;
+        block[..8].copy_from_slice(&(written / BLOCK as u64).to_le_bytes());
+        file.write_all_at(&block[..len], written)?;
+        written += len as u64;
+    }
+    file.sync_all()?;
+    Ok(())
+}
+
+/// The fraction of `file`'s pages in the page cache, in percent (`mincore` over a read-only
+/// mapping, which reads nothing).
+fn resident(file: &File) -> BoxResult<f64> {
+    let len = usize::try_from(file.metadata()?.len())?;
+    if len == 0 {
+        return Ok(100.0);
+    }
+    // SAFETY: `sysconf` reads a constant.
+    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })?;
+    let pages = len.div_ceil(page);
+    // SAFETY: a fresh shared read-only mapping of an open file, unmapped below; nothing reads
+    // through it (mincore only asks about residency).
+    let address = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            file.as_raw_fd(),
+            0,
+        )
+    };
+    if address == libc::MAP_FAILED {
+        return Err(std::io::Error::last_os_error().into());
+    }
+    let mut status = vec![0u8; pages];
+    // SAFETY: `address` maps `len` bytes; `status` holds one byte per page.
+    let code = unsafe { libc::mincore(address, len, status.as_mut_ptr().cast()) };
+    let error = std::io::Error::last_os_error();
+    // SAFETY: unmaps the mapping made above.
+    unsafe { libc::munmap(address, len) };
+    if code != 0 {
+        return Err(error.into());
+    }
+    let resident = status.iter().filter(|&&s| s & 1 == 1).count();
+    Ok(resident_percent(resident as u64, pages as u64))
+}
+
+/// Drops `file`'s pages from the page cache (clean pages only: the file was synced) and says
+/// how much is still resident.
+fn drop_cache(file: &File) -> BoxResult<f64> {
+    file.sync_all()?;
+    advise_dont_need(file, 0, 0);
+    resident(file)
+}
+
+/// The file system `file` lies on, by its magic number (a RAM-backed one has no disk to read).
+fn file_system(file: &File) -> String {
+    // SAFETY: `fstatfs` fills the zeroed struct for an open descriptor.
+    let mut stat: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    if unsafe { libc::fstatfs(file.as_raw_fd(), &raw mut stat) } != 0 {
+        return "unknown".into();
+    }
+    #[allow(clippy::unnecessary_cast)] // f_type's type differs between C libraries
+    let magic = stat.f_type as u64;
+    let name = match magic {
+        0x0102_1994 => "tmpfs (RAM: no disk runs)",
+        0x794c_7630 => "overlayfs",
+        0xef53 => "ext4",
+        0x5846_5342 => "xfs",
+        0x9123_683e => "btrfs",
+        _ => "other",
+    };
+    format!("{name} (0x{magic:x})")
+}
+
+/// Reads the file's whole `block`s with `O_DIRECT` on `threads` threads, each block into a
+/// page-aligned buffer, blocks handed out in file order; returns the bytes read and seconds.
+fn direct_read(path: &Path, threads: usize, block: usize) -> BoxResult<(u64, f64)> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(path)?;
+    let blocks = file.metadata()?.len() / block as u64;
+    let next = AtomicU64::new(0);
+    let started = Instant::now();
+    std::thread::scope(|scope| -> BoxResult<()> {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| -> std::io::Result<()> {
+                    let mut memory = vec![0u8; block + 4096];
+                    let skip = memory.as_ptr().align_offset(4096);
+                    let buffer = &mut memory[skip..skip + block];
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        if i >= blocks {
+                            return Ok(());
+                        }
+                        file.read_exact_at(buffer, i * block as u64)?;
+                    }
+                })
+            })
+            .collect();
+        for worker in workers {
+            worker.join().map_err(|_| "an O_DIRECT reader panicked")??;
+        }
+        Ok(())
+    })?;
+    Ok((blocks * block as u64, started.elapsed().as_secs_f64()))
+}
+
+/// The device side of the pipelined runs.
+struct Device {
+    client: dspk::cubecl::client::Client,
+    workspace: PipelineWorkspace,
+    target: ComputeTarget,
+}
+
+/// Seconds to read every window of `schedule` with `threads` threads, dropping each (the
+/// loader alone), or uploading and unpacking each on `device` (pipelined; waits for the device
+/// at the end).
+fn run_loader(
+    source: &Arc<RawRecording>,
+    schedule: ChunkSchedule,
+    threads: usize,
+    read_ahead: bool,
+    device: Option<&mut Device>,
+) -> BoxResult<f64> {
+    let all = source.info().all_channels();
+    let options = LoaderOptions {
+        target: device.as_ref().map(|d| d.target),
+        threads: NonZeroUsize::new(threads),
+        read_ahead,
+    };
+    let started = Instant::now();
+    let loader = WindowLoader::stored_with(source.clone(), all, schedule, options)?;
+    match device {
+        None => {
+            for window in loader {
+                drop(window?);
+            }
+        }
+        Some(device) => {
+            for window in loader {
+                let window = window?;
+                let samples = window.window().read_len();
+                device
+                    .workspace
+                    .process_stored(window.into_upload(), I16, samples)?;
+            }
+            block_on(device.client.sync())?;
+        }
+    }
+    Ok(started.elapsed().as_secs_f64())
+}
+
+/// Runs the benchmark with the command-line arguments.
+fn run() -> BoxResult<()> {
+    let args = parse_args()?;
+    let bench_started = Instant::now();
+    let (path, written) = match &args.file {
+        Some(path) => (path.clone(), false),
+        None => {
+            std::fs::create_dir_all(&args.dir)?;
+            let path = args.dir.join("dspk-loader-bench.bin");
+            let bytes = (args.gb * 1e9) as u64;
+            let recording = BenchRecording::of_bytes(bytes, args.channels, args.samples);
+            let t = Instant::now();
+            write_file(&path, &recording)?;
+            println!(
+                "# wrote {} ({:.2} GB) in {:.1} s",
+                path.display(),
+                recording.bytes() as f64 / 1e9,
+                t.elapsed().as_secs_f64()
+            );
+            (path, true)
+        }
+    };
+    let file = File::open(&path)?;
+    let recording = BenchRecording::of_file(file.metadata()?.len(), args.channels, args.samples)
+        .ok_or("the file holds no whole sample")?;
+    let channels = (0..args.channels)
+        .map(|c| ChannelInfo::new(format!("AP{c}"), 2.343_75, 0.0, "uV"))
+        .collect();
+    let source = Arc::new(RawRecording::new(
+        &path,
+        RawSpec {
+            channels,
+            sample_rate: SampleRate::from_hz(30_000)?,
+            format: I16,
+            byte_order: ByteOrder::Little,
+            order: SampleOrder::Interleaved,
+            header_bytes: 0,
+            num_samples: Some(recording.samples),
+        },
+    )?);
+    let schedule = ChunkSchedule::new(recording.samples, recording.window_samples, 0, 0)?;
+    let (bytes, windows) = (recording.bytes(), recording.windows());
+    println!(
+        "# loader bench: {} ({}), {} channels int16 interleaved, {} windows of {} samples \
+         ({:.1} MB), {:.2} GB; {} cores; machine default {} reader threads",
+        path.display(),
+        file_system(&file),
+        recording.channels,
+        windows,
+        recording.window_samples,
+        recording.window_samples as f64 * recording.channels as f64 * 2.0 / 1e6,
+        bytes as f64 / 1e9,
+        std::thread::available_parallelism().map_or(1, NonZeroUsize::get),
+        LoaderOptions::machine_threads(),
+    );
+
+    let mut device = if args.upload {
+        let target = ComputeTarget::from_env()?;
+        let client = target.client()?;
+        let window = usize::try_from(recording.window_samples)?;
+        let mut workspace = PipelineWorkspace::new(&client, recording.channels, window)?;
+        let gains = vec![2.343_75; recording.channels];
+        workspace.set_stored_scaling(&gains, &vec![0.0; recording.channels])?;
+        println!(
+            "# device: {target} on {}",
+            client.properties().identity.name
+        );
+        let mut device = Device {
+            client,
+            workspace,
+            target,
+        };
+        // Warm-up: kernel compilation and page-locking, untimed.
+        let warm = ChunkSchedule::new(
+            recording.window_samples.min(recording.samples),
+            recording.window_samples,
+            0,
+            0,
+        )?;
+        run_loader(&source, warm, 1, true, Some(&mut device))?;
+        Some(device)
+    } else {
+        None
+    };
+
+    println!("{}", table_header());
+    // From the page cache: one untimed pass first brings the file in (if it fits).
+    run_loader(
+        &source,
+        schedule,
+        LoaderOptions::machine_threads(),
+        true,
+        None,
+    )?;
+    for &threads in &args.threads {
+        let cached = resident(&file)?;
+        let seconds = run_loader(&source, schedule, threads, true, None)?;
+        println!(
+            "{}",
+            table_row(
+                "cache",
+                "loader",
+                threads,
+                (bytes, windows),
+                seconds,
+                cached
+            )
+        );
+        if let Some(device) = device.as_mut() {
+            let cached = resident(&file)?;
+            let seconds = run_loader(&source, schedule, threads, true, Some(device))?;
+            let row = table_row(
+                "cache",
+                "pipelined upload",
+                threads,
+                (bytes, windows),
+                seconds,
+                cached,
+            );
+            println!("{row}");
+        }
+    }
+    if args.disk {
+        for &threads in &args.threads {
+            for (what, read_ahead) in [("loader", true), ("loader, no read-ahead", false)] {
+                let cached = drop_cache(&file)?;
+                let seconds = run_loader(&source, schedule, threads, read_ahead, None)?;
+                println!(
+                    "{}",
+                    table_row("disk", what, threads, (bytes, windows), seconds, cached)
+                );
+            }
+            if let Some(device) = device.as_mut() {
+                let cached = drop_cache(&file)?;
+                let seconds = run_loader(&source, schedule, threads, true, Some(device))?;
+                let row = table_row(
+                    "disk",
+                    "pipelined upload",
+                    threads,
+                    (bytes, windows),
+                    seconds,
+                    cached,
+                );
+                println!("{row}");
+            }
+        }
+    }
+    if args.direct {
+        let block = args.direct_mib << 20;
+        for &threads in &args.threads {
+            let cached = drop_cache(&file)?;
+            match direct_read(&path, threads, block) {
+                Ok((read, seconds)) => {
+                    // Windows/s as if the bytes read were the bench's windows.
+                    let windows_read = read / (bytes / windows).max(1);
+                    let what = format!("O_DIRECT {} MiB reads", args.direct_mib);
+                    let row = table_row(
+                        "direct",
+                        &what,
+                        threads,
+                        (read, windows_read),
+                        seconds,
+                        cached,
+                    );
+                    println!("{row}");
+                }
+                Err(error) => {
+                    println!("# O_DIRECT reads failed here ({error}): no direct rate");
+                    break;
+                }
+            }
+        }
+    }
+    drop(file);
+    if written && !args.keep {
+        std::fs::remove_file(&path)?;
+    }
+    println!(
+        "# whole bench: {:.1} s",
+        bench_started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
