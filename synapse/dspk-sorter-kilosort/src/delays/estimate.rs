@@ -5,7 +5,7 @@ use std::ops::Range;
 
 use cubecl::CubeElement;
 use cubecl::prelude::*;
-use dspk_ops::launch::{CUBE_DIM, cube_count_for};
+use dspk_ops::launch::{CUBE_DIM, cube_count, cube_count_for};
 use dspk_ops::{DeviceArray, DeviceLimits, DeviceWindow};
 
 use super::kernel;
@@ -43,11 +43,14 @@ pub fn emusort_max_lag(sample_rate_hz: f64) -> usize {
 /// samples only and shifts read real neighbours, so the result does not depend on padding,
 /// and at the recording's ends missing samples are left out instead of wrapping around.
 ///
-/// Cost: `C^2 (2D + 1) |T|` multiply-adds per range (one cube per `(a, b, l)`), and
-/// `C^2 (2D + 1) + C` values read back per range (one device sync each): about 3e10 for 64
-/// channels, `D = 60` and a 60 000-sample batch, fine for EMG probes (at most 64 channels),
-/// quadratic in the channel count. Sums run in `f32` in a fixed order (no atomics); per-range
-/// results are scaled and averaged in `f64` on the host, so the estimate is deterministic.
+/// Cost: `C^2 (2D + 1) |T|` multiply-adds per range, and `C^2 (2D + 1) + C` values read back
+/// per range (one device sync each): about 3e10 for 64 channels, `D = 60` and a 60 000-sample
+/// batch, fine for EMG probes (at most 64 channels), quadratic in the channel count. One cube
+/// per channel pair, block of 64 lags and chunk of the range; it stages 256 samples of both
+/// channels at a time in shared memory, so each loaded sample serves up to 64 lags. Sums run
+/// in `f32` in a fixed order (per lag: each tile's products in order, the tiles of a chunk,
+/// then the chunks; no atomics); per-range results are scaled and averaged in `f64` on the
+/// host, so the estimate is deterministic.
 ///
 /// [`accumulate`]: Self::accumulate
 /// [`accumulate_range`]: Self::accumulate_range
@@ -62,10 +65,24 @@ pub struct DelayEstimator {
     deviation: DeviceArray<f32>,
     /// `[C, C, 2D + 1]` raw product sums of the current range.
     sums: DeviceArray<f32>,
+    /// `[C, C, 2D + 1, chunks]` per-chunk partial sums, `partial_len` values.
+    partial: DeviceArray<f32>,
+    partial_len: usize,
+    limits: DeviceLimits,
 }
 
-/// Units of a cube of the delay kernels (a power of two).
+/// Units of a cube of the deviation kernel (a power of two).
 const UNITS: u32 = CUBE_DIM;
+
+/// Samples of `t` one cube of the product kernel stages in shared memory at a time.
+const TILE: usize = 256;
+
+/// Lags one cube of the product kernel covers, one per unit.
+const LAG_BLOCK: usize = 64;
+
+/// Cubes the product kernel aims for: with fewer `(pair, lag block)` cubes than this, each
+/// range is cut into chunks of tiles summed by separate cubes (then added in chunk order).
+const TARGET_CUBES: usize = 4096;
 
 impl DelayEstimator {
     /// An estimator for windows of `channels` channels and lags `-max_lag ..= max_lag`
@@ -98,7 +115,8 @@ impl DelayEstimator {
                     "{channels} channels x {channels} x (2 x {max_lag} + 1) lags do not fit 32-bit indices"
                 ),
             })?;
-        DeviceLimits::of(client).check("channel delays: correlations", values as u64, 4)?;
+        let limits = DeviceLimits::of(client);
+        limits.check("channel delays: correlations", values as u64, 4)?;
         Ok(Self {
             channels,
             max_lag,
@@ -106,7 +124,21 @@ impl DelayEstimator {
             ranges: 0,
             deviation: alloc::<f32>(client, channels)?,
             sums: alloc::<f32>(client, values)?,
+            partial: alloc::<f32>(client, values)?,
+            partial_len: values,
+            limits,
         })
+    }
+
+    /// Makes the partial sums hold `values` values (reallocated only when more than before).
+    fn reserve_partials(&mut self, client: &Client, values: usize) -> Result<()> {
+        if values > self.partial_len {
+            self.limits
+                .check("channel delays: partial sums", values as u64, 4)?;
+            self.partial = alloc::<f32>(client, values)?;
+            self.partial_len = values;
+        }
+        Ok(())
     }
 
     /// The largest lag `D`, in samples.
@@ -219,18 +251,36 @@ impl DelayEstimator {
             range.len() as u32,
             UNITS as usize,
         );
+        let blocks = lags.div_ceil(LAG_BLOCK);
+        let chunks =
+            (TARGET_CUBES / (channels * channels * blocks)).clamp(1, range.len().div_ceil(TILE));
+        self.reserve_partials(client, values * chunks)?;
         kernel::lagged_products::launch(
             client,
-            cube_count_for(values * UNITS as usize, UNITS),
-            CubeDim::new_1d(UNITS),
+            cube_count_for(
+                channels * channels * blocks * chunks * LAG_BLOCK,
+                LAG_BLOCK as u32,
+            ),
+            CubeDim::new_1d(LAG_BLOCK as u32),
             array.arg(array.len()),
-            self.sums.arg(values),
+            self.partial.arg(values * chunks),
             channels as u32,
             n as u32,
             range.start as u32,
             range.len() as u32,
             d as u32,
-            UNITS as usize,
+            chunks as u32,
+            TILE,
+            LAG_BLOCK,
+        );
+        kernel::sum_chunks::launch(
+            client,
+            cube_count(values),
+            CubeDim::new_1d(CUBE_DIM),
+            self.partial.arg(values * chunks),
+            self.sums.arg(values),
+            values as u32,
+            chunks as u32,
         );
         let bytes = client.read(vec![
             prefix(&self.deviation, channels),

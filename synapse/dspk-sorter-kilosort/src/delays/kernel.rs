@@ -69,51 +69,102 @@ pub(super) fn range_deviation(
     }
 }
 
-/// `sums[(a * C + b) * (2D + 1) + k] = sum_t |x[a, t - l]| * |x[b, t]|` with `l = k - D`, over
-/// `t` in `first .. first + count` whose `t - l` lies in `0 .. n` (products reaching outside the
-/// array are left out). One cube of `units` units (a power of two) per `(a, b, k)`; unit `u`
-/// sums `t = first + u, first + u + units, ...`, then the cube's tree. A NaN or infinite sample
-/// among the products makes the sum NaN or infinite.
+/// Partial sums of `sum_t |x[a, t - l]| * |x[b, t]|` with `l = k - D`, over `t` in
+/// `first .. first + count` whose `t - l` lies in `0 .. n` (products reaching outside the array
+/// are left out): `partial[((a * C + b) * (2D + 1) + k) * chunks + chunk]` sums the tiles
+/// `chunk, chunk + chunks, ...` of `tile` samples of `t`.
+///
+/// One cube of `block` units per `(a, b, lag block, chunk)`, numbered
+/// `((a * C + b) * blocks + lag block) * chunks + chunk`; unit `i` takes lag `k = lag block *
+/// block + i` (units past `2D` compute nothing useful and write nothing). Per tile the cube
+/// stages `|x_b|` over the tile and `|x_a|` over the tile widened by the block's lags in shared
+/// memory (zeros outside the array), then each unit sums its products over the tile in order
+/// and adds the tile's sum to its total. A NaN or infinite sample among a lag's products makes
+/// its sum NaN or infinite; samples no product of a written lag uses are never loaded into it.
 #[cube(launch)]
 pub(super) fn lagged_products(
     x: &[f32],
-    sums: &mut [f32],
+    partial: &mut [f32],
     channels: u32,
     samples: u32,
     first: u32,
     count: u32,
     max_lag: u32,
-    #[comptime] units: usize,
+    chunks: u32,
+    #[comptime] tile: usize,
+    #[comptime] block: usize,
 ) {
     let c_count = usize::cast_from(channels);
-    let lag_count = 2 * usize::cast_from(max_lag) + 1;
+    let d = usize::cast_from(max_lag);
+    let lags = 2 * d + 1;
+    let blocks = lags.div_ceil(block);
+    let chunk_count = usize::cast_from(chunks);
     let cube = CUBE_POS;
-    // Uniform over the cube: whole cubes past the last triple leave together.
-    if cube < c_count * c_count * lag_count {
-        let k = cube % lag_count;
-        let pair = cube / lag_count;
+    // Uniform over the cube: whole cubes past the last leave together.
+    if cube < c_count * c_count * blocks * chunk_count {
+        let chunk = cube % chunk_count;
+        let lag_block = (cube / chunk_count) % blocks;
+        let pair = cube / (chunk_count * blocks);
         let (a, b) = (pair / c_count, pair % c_count);
+        let i = UNIT_POS as usize;
         let n = usize::cast_from(samples);
-        let d = usize::cast_from(max_lag);
         let start = usize::cast_from(first);
         let len = usize::cast_from(count);
-        let unit = UNIT_POS as usize;
-        let mut scratch = Shared::new_slice(units);
+        let tiles = len.div_ceil(tile);
+        // Array indices are kept unsigned as `index + offset`: inside when
+        // `offset <= q < n + offset`.
+        let offset = 2 * d + block;
+        let mut sa = Shared::<[f32]>::new_slice(tile + block - 1);
+        let mut sb = Shared::<[f32]>::new_slice(tile);
         let mut acc = 0.0f32;
-        let mut s = unit;
-        while s < len {
-            let t = start + s;
-            // `t - l = t + D - k`, kept unsigned: inside the array when `k <= t + D < n + k`.
-            let shifted = t + d;
-            if shifted >= k && shifted < n + k {
-                acc += f32::abs(x[a * n + shifted - k]) * f32::abs(x[b * n + t]);
+        let mut tile_index = chunk;
+        while tile_index < tiles {
+            let t0 = start + tile_index * tile;
+            let tile_len = min(tile, len - tile_index * tile);
+            let mut s = i;
+            while s < tile_len {
+                sb[s] = f32::abs(x[b * n + t0 + s]);
+                s += block;
             }
-            s += units;
+            // `sa[j]` = `|x_a|` at `t0 + d - lag block * block - (block - 1) + j`, so the product
+            // of column `t0 + s` at lag `k` reads `sa[s + block - 1 - i]`.
+            let base = t0 + 3 * d + 1 - lag_block * block;
+            let mut j = i;
+            while j < tile_len + block - 1 {
+                let q = base + j;
+                let inside = q >= offset && q < n + offset;
+                let clamped = min(max(q, offset), n + offset - 1) - offset;
+                sa[j] = select(inside, f32::abs(x[a * n + clamped]), 0.0f32);
+                j += block;
+            }
+            sync_cube();
+            let mut tile_sum = 0.0f32;
+            for s in 0..tile_len {
+                tile_sum += sa[s + block - 1 - i] * sb[s];
+            }
+            acc += tile_sum;
+            sync_cube();
+            tile_index += chunk_count;
         }
-        let total = cube_sum(&mut scratch, acc);
-        if unit == 0 {
-            sums[cube] = total;
+        let k = lag_block * block + i;
+        if k < lags {
+            partial[(pair * lags + k) * chunk_count + chunk] = acc;
         }
+    }
+}
+
+/// `sums[v] = sum over c in 0 .. chunks of partial[v * chunks + c]`, in that order, for
+/// `v < values`. One unit per value.
+#[cube(launch)]
+pub(super) fn sum_chunks(partial: &[f32], sums: &mut [f32], values: u32, chunks: u32) {
+    let v = ABSOLUTE_POS;
+    if v < usize::cast_from(values) {
+        let chunk_count = usize::cast_from(chunks);
+        let mut acc = 0.0f32;
+        for c in 0..chunk_count {
+            acc += partial[v * chunk_count + c];
+        }
+        sums[v] = acc;
     }
 }
 

@@ -66,47 +66,52 @@ fn lag_products_leave_out_samples_outside_the_array() {
 
 #[test]
 fn estimator_matches_reference() {
-    let (channels, total, d) = (5, 1237, 7);
-    let data = noise(channels, total, 1);
-    // Windows own 0..500 (read 0..511), 500..1000 (491..1011), 1000..1237 (991..1237): the
-    // first and last reach the recording's ends, where lags run out of samples.
-    let schedule = ChunkSchedule::new(total as u64, 500, 9, 11).unwrap();
-    for_each_runtime(|_, client| {
-        let mut estimator = DelayEstimator::new(client, channels, d).unwrap();
-        let mut expected = vec![0.0; channels * channels * (2 * d + 1)];
-        let mut ranges = 0;
-        let mut add = |cc: Vec<f64>| {
-            for (e, v) in expected.iter_mut().zip(cc) {
-                *e += v;
+    // Windows of (5 channels, D = 7) own 0..500 (read 0..511), 500..1000 (491..1011),
+    // 1000..1237 (991..1237): the first and last reach the recording's ends, where lags run
+    // out of samples. With D = 40 the lags span two blocks of the product kernel.
+    for (channels, total, d, window, left, right) in
+        [(5, 1237, 7, 500, 9, 11), (3, 911, 40, 400, 45, 41)]
+    {
+        let data = noise(channels, total, d as u64);
+        let schedule = ChunkSchedule::new(total as u64, window, left, right).unwrap();
+        for_each_runtime(|_, client| {
+            let mut estimator = DelayEstimator::new(client, channels, d).unwrap();
+            let mut expected = vec![0.0; channels * channels * (2 * d + 1)];
+            let mut ranges = 0;
+            let mut add = |cc: Vec<f64>| {
+                for (e, v) in expected.iter_mut().zip(cc) {
+                    *e += v;
+                }
+                ranges += 1;
+            };
+            for index in 0..schedule.len() {
+                let (window, host) = cut(client, &data, channels, &schedule, index);
+                estimator.accumulate(client, &window).unwrap();
+                add(reference::correlation(
+                    &host,
+                    channels,
+                    window.owned_local(),
+                    d,
+                ));
+                if index == 1 {
+                    // Part of a window, as a batch inside a longer window.
+                    let owned = window.owned_local();
+                    let part = owned.start + 3..owned.end - 101;
+                    estimator
+                        .accumulate_range(client, &window, part.clone())
+                        .unwrap();
+                    add(reference::correlation(&host, channels, part, d));
+                }
             }
-            ranges += 1;
-        };
-        for index in 0..schedule.len() {
-            let (window, host) = cut(client, &data, channels, &schedule, index);
-            estimator.accumulate(client, &window).unwrap();
-            add(reference::correlation(
-                &host,
-                channels,
-                window.owned_local(),
-                d,
-            ));
-            if index == 1 {
-                // Part of a window, as a batch inside a longer window.
-                let owned = window.owned_local();
-                let part = owned.start + 3..owned.end - 101;
-                estimator
-                    .accumulate_range(client, &window, part.clone())
-                    .unwrap();
-                add(reference::correlation(&host, channels, part, d));
-            }
-        }
-        assert_eq!(estimator.ranges(), ranges);
-        let expected: Vec<f64> = expected.iter().map(|v| v / ranges as f64).collect();
-        assert_close_f64("CC", &estimator.correlation(), &expected, 1e-6, 2e-5);
-        let found = estimator.finish().unwrap();
-        assert_eq!(found.delays.len(), channels);
-        assert_eq!(found.delays[found.reference], 0);
-    });
+            assert_eq!(estimator.ranges(), ranges);
+            let expected: Vec<f64> = expected.iter().map(|v| v / ranges as f64).collect();
+            let what = format!("CC of {channels} channels, D = {d}");
+            assert_close_f64(&what, &estimator.correlation(), &expected, 1e-6, 2e-5);
+            let found = estimator.finish().unwrap();
+            assert_eq!(found.delays.len(), channels);
+            assert_eq!(found.delays[found.reference], 0);
+        });
+    }
 }
 
 /// A spike train of random-shaped pulses common to all `channels`, channel `b` carrying it
