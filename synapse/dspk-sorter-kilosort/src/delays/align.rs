@@ -16,15 +16,19 @@ use crate::{Error, Result};
 /// samples later, `out[b, t] = in[b, t + d_b]` (the row moved by `-d_b`), so every channel lines
 /// up with the reference channel of [`ChannelDelays`](super::ChannelDelays).
 ///
-/// Not EMUsort's circular roll of the padded batch: the samples come from the window's own
-/// halo. Bookkeeping: the output carries the input's [`HaloWindow`] unchanged (same read and
-/// owned ranges, same array shape), and its values are those of the whole aligned recording
+/// The samples come from the window's own halo. EMUsort rolls each padded batch circularly;
+/// with `|d_b| < nt` its own columns get the padding's samples, the same real neighbours as
+/// here, except at the recording's ends, where its padding repeats the first or last sample
+/// and here missing samples are zeros.
+///
+/// Bookkeeping: the output carries the input's [`HaloWindow`] unchanged (same read and owned
+/// ranges, same array shape). Its values are those of the whole aligned recording
 /// (`in[b, t + d_b]`, zero where `t + d_b` is before the recording's first sample or after its
 /// last) on [`trusted_local`](Self::trusted_local): the read range shrunk by
-/// [`halo`](Self::halo) samples on each side where the recording goes on past it. Outside it
-/// the missing samples read as zeros. So a pass whose windows carry `halo()` samples of halo
-/// more than the stages after the aligner need gives owned samples, and the halos those
-/// stages read, that do not depend on where the windows begin.
+/// [`halo`](Self::halo) samples on each side where the recording goes on past it. Outside it, a
+/// sample whose source lies beyond the window's read range reads as zero. So a pass whose
+/// windows carry `halo()` samples of halo more than the stages after the aligner need gives
+/// owned samples, and halos those stages read, that do not depend on where windows begin.
 ///
 /// Values are copied as they are (a NaN stays a NaN for the next stage to report).
 #[derive(Debug)]

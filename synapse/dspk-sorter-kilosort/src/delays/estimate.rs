@@ -38,10 +38,12 @@ pub fn emusort_max_lag(sample_rate_hz: f64) -> usize {
 /// means averaged over batches).
 ///
 /// Differences from EMUsort 1.1.0, on purpose: EMUsort divides each padded batch by its
-/// standard deviation over all its columns (the `nt` padding on each side included) and
-/// shifts by a circular roll of the padded buffer; here the deviation is over the owned
-/// samples only and shifts read real neighbours, so the result does not depend on padding,
-/// and at the recording's ends missing samples are left out instead of wrapping around.
+/// standard deviation over all its columns (the `nt` padding on each side included); here the
+/// deviation is over the owned samples only, so it does not depend on padding. EMUsort shifts
+/// by a circular roll of the padded batch; with `D < nt` (60 < 61 at 30 kHz) the own columns'
+/// shifted samples come from the padding, the same real neighbours as here, except at the
+/// recording's ends, where its padding repeats the first or last sample and here the products
+/// without a sample are left out.
 ///
 /// Cost: `C^2 (2D + 1) |T|` multiply-adds per range, and `C^2 (2D + 1) + C` values read back
 /// per range (one device sync each): about 3e10 for 64 channels, `D = 60` and a 60 000-sample
