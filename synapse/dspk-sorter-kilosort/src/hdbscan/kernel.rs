@@ -105,17 +105,21 @@ fn edge_before(w: f32, i: u32, j: u32, best_w: f32, best_j: u32) -> bool {
 /// (`component[j] != component[i]`) in the mutual-reachability graph, whose squared weight is
 /// `max(core_sq[i], core_sq[j], |x_i - x_j|^2)`: the other end in `best[i]` and the squared
 /// weight in `best_sq[i]`, the first in the total order of `edge_before` (`u32::MAX` and
-/// `f32::MAX` when every point shares `i`'s component). Squared distances are only computed
-/// where `max(core_sq[i], core_sq[j])` does not already exceed the best weight so far.
+/// `f32::MAX` when every point shares `i`'s component). The best weight starts from `i`'s
+/// `slots` nearest points (`nearest`, as [`nearest_points`] gives them); a squared distance is
+/// only computed where `max(core_sq[i], core_sq[j])` does not exceed the best weight so far,
+/// and stops once its partial sum does (the sum never decreases). Neither changes the result.
 #[cube(launch)]
 pub(super) fn cheapest_edges(
     x: &[f32],
     core_sq: &[f32],
     component: &[u32],
+    nearest: &[u32],
     best: &mut [u32],
     best_sq: &mut [f32],
     n: u32,
     #[comptime] dim: usize,
+    #[comptime] slots: usize,
     #[comptime] tile: usize,
 ) {
     let count = usize::cast_from(n);
@@ -131,6 +135,24 @@ pub(super) fn cheapest_edges(
     let own_index = u32::cast_from(me);
     let mut best_w = 3.402_823_5e38f32; // f32::MAX
     let mut best_j = 0xFFFF_FFFFu32; // u32::MAX
+    if active {
+        for s in 0..slots {
+            let j = nearest[i * slots + s];
+            let row = usize::cast_from(j) * dim;
+            if component[usize::cast_from(j)] != own_component {
+                let mut d = 0.0f32;
+                for k in 0..dim {
+                    let t = own[k] - x[row + k];
+                    d += t * t;
+                }
+                let w = max(max(own_core, core_sq[usize::cast_from(j)]), d);
+                if edge_before(w, own_index, j, best_w, best_j) {
+                    best_w = w;
+                    best_j = j;
+                }
+            }
+        }
+    }
     let mut rows: Shared<[f32]> = Shared::new_slice(tile * dim);
     let mut first = 0usize;
     while first < count {
@@ -153,6 +175,9 @@ pub(super) fn cheapest_edges(
                         for k in 0..dim {
                             let t = own[k] - rows[r * dim + k];
                             d += t * t;
+                            if d > best_w {
+                                break;
+                            }
                         }
                         let w = max(bound, d);
                         let jj = u32::cast_from(j);

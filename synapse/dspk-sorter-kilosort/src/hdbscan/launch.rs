@@ -81,10 +81,12 @@ pub(super) fn device_tree(
             x.arg(points.len()),
             core_sq.arg(n),
             labels.arg(n),
+            nearest.arg(n * slots),
             best.arg(n),
             best_sq.arg(n),
             n as u32,
             dim,
+            slots,
             tile,
         );
         let bytes = client.read(vec![prefix(&best, n), prefix(&best_sq, n)])?;

@@ -14,8 +14,10 @@
 //! [`hdbscan_labels`] runs steps 1 and 2 on the device: one kernel finds each point's
 //! `min_samples + 8` nearest points (tiled brute force, squared distances in `f32`), then
 //! Borůvka rounds, each one kernel giving every point its cheapest edge to another component
-//! (only the other end and the weight come back), the host joining components; the number of
-//! components at least halves per round. [`hdbscan_labels_host`] runs all of it on the host in
+//! (only the other end and the weight come back; the search starts from the point's nearest
+//! points and skips pairs that cannot beat the best so far), the host joining components; the
+//! number of components at least halves per round. Every round still visits all `n^2` pairs,
+//! so the time grows with `n^2 log n`. [`hdbscan_labels_host`] runs all of it on the host in
 //! `f64` (`O(n^2)`: Prim's algorithm), for small inputs and as the tests' reference.
 //!
 //! # Equality with sklearn
