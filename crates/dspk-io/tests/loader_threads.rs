@@ -188,3 +188,60 @@ fn every_reader_gives_the_same_windows_with_any_number_of_threads() {
         }
     }
 }
+
+#[test]
+fn wide_interleaved_files_transpose_across_tiles_and_blocks() {
+    // 300 channels: 600-byte frames, so a read crosses the transposition's 64 KiB tiles (109
+    // rows) and, over 8 000 samples, its 4 MiB blocks (6 990 rows).
+    let (channels, samples) = (300, 8_000u64);
+    let rate = SampleRate::from_hz(30_000).unwrap();
+    let source = SyntheticRecording::new(channels, samples, rate, 5).unwrap();
+    let dir = common::scratch("loader_threads_wide");
+    let path = dir.join("wide.bin");
+    let bytes: Vec<u8> = (0..samples)
+        .flat_map(|s| (0..channels).map(move |c| (c, s)))
+        .flat_map(|(c, s)| source.stored_value(c, s).to_le_bytes())
+        .collect();
+    std::fs::write(&path, bytes).unwrap();
+    let infos = (0..channels)
+        .map(|c| ChannelInfo::new(c.to_string(), 1.0, 0.0, ""))
+        .collect();
+    let raw = Arc::new(
+        RawRecording::new(
+            &path,
+            RawSpec {
+                channels: infos,
+                sample_rate: rate,
+                format: SampleFormat::I16,
+                byte_order: ByteOrder::Little,
+                order: SampleOrder::Interleaved,
+                header_bytes: 0,
+                num_samples: None,
+            },
+        )
+        .unwrap(),
+    );
+    let picked: Vec<usize> = (0..channels).rev().step_by(7).collect();
+    let schedule = ChunkSchedule::new(samples, 7_500, 0, 0).unwrap();
+    for threads in [1, 3] {
+        let options = LoaderOptions {
+            threads: NonZeroUsize::new(threads),
+            ..LoaderOptions::default()
+        };
+        for window in
+            WindowLoader::stored_with(raw.clone(), picked.clone(), schedule, options).unwrap()
+        {
+            let window = window.unwrap();
+            let read = window.window().read();
+            let n = window.window().read_len();
+            for (k, &c) in picked.iter().enumerate() {
+                for s in 0..n {
+                    let at = 2 * (k * n + s);
+                    let got = i16::from_le_bytes([window.data()[at], window.data()[at + 1]]);
+                    let expected = source.stored_value(c, read.start + s as u64);
+                    assert_eq!(got, expected, "channel {c}, sample {s}, {threads} threads");
+                }
+            }
+        }
+    }
+}

@@ -293,8 +293,11 @@ const GATHER_THREADS: usize = 8;
 const GATHER_VALUES_PER_THREAD: usize = 1 << 18;
 
 /// Copies the values of `channels` out of a block of interleaved frames into their `runs`
-/// (one per channel), at rows `rows`, `size` bytes each. Always inlined, so a call with a
-/// constant `size` compiles each copy to one load and store.
+/// (one per channel), at rows `rows`, `size` bytes each. The block is walked in tiles of about
+/// [`TILE_BYTES`] that stay in the core's cache while every channel takes its values from
+/// them (channel by channel over the whole 4 MiB block re-read it from memory once per
+/// channel: about 2x slower for 384 channels). Always inlined, so a call with a constant
+/// `size` compiles each copy to one load and store.
 #[inline(always)]
 fn gather(
     block: &[u8],
@@ -304,14 +307,24 @@ fn gather(
     runs: &mut [&mut [u8]],
     rows: std::ops::Range<usize>,
 ) {
-    for (&channel, out) in channels.iter().zip(runs.iter_mut()) {
-        let out = &mut out[rows.start * size..rows.end * size];
-        let column = channel * size;
-        for (value, frame_bytes) in out.chunks_exact_mut(size).zip(block.chunks_exact(frame)) {
-            value.copy_from_slice(&frame_bytes[column..column + size]);
+    let tile = (TILE_BYTES / frame).max(8);
+    let mut start = rows.start;
+    while start < rows.end {
+        let end = (start + tile).min(rows.end);
+        let frames = &block[(start - rows.start) * frame..(end - rows.start) * frame];
+        for (&channel, out) in channels.iter().zip(runs.iter_mut()) {
+            let out = &mut out[start * size..end * size];
+            let column = channel * size;
+            for (value, frame_bytes) in out.chunks_exact_mut(size).zip(frames.chunks_exact(frame)) {
+                value.copy_from_slice(&frame_bytes[column..column + size]);
+            }
         }
+        start = end;
     }
 }
+
+/// Bytes of interleaved frames [`gather`] transposes at a time (in a core's L2 cache).
+const TILE_BYTES: usize = 64 << 10;
 
 /// Checks that a file of `file_len` bytes holds `header + num_channels * num_samples * size`
 /// bytes and returns the number of samples (derived from the length when not given).
