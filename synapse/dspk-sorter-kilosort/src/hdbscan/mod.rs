@@ -176,7 +176,7 @@ fn validate(points: &[f32], dim: usize, settings: &HdbscanSettings) -> Result<(u
     if dim == 0 {
         return Err(input("0 values per point".into()));
     }
-    if points.len() % dim != 0 {
+    if !points.len().is_multiple_of(dim) {
         return Err(input(format!(
             "{} values are not a whole number of points of {dim} values",
             points.len()
