@@ -10,9 +10,16 @@
 //!   on a two-column probe, Poisson firing with a refractory period, spatial footprints,
 //!   correlated noise, optional drift), computed window by window as a
 //!   [`RecordingSource`](dspk_core::RecordingSource).
+//! - [`EmgRecording`] is a deterministic EMG-like recording (motor units on a line of
+//!   contacts along the fibres, multiphasic potentials with conduction delays, recruitment by
+//!   a ramping drive), held in memory as a `RecordingSource`.
+//! - [`align_lags`] shifts each sorted cluster by its best constant lag before a comparison
+//!   (for sorters that time spikes on another landmark than the ground truth).
 
 mod compare;
+mod emg;
 mod hungarian;
+mod lag;
 mod synth;
 mod trains;
 
@@ -20,7 +27,9 @@ pub use compare::{
     CompareOptions, GroundTruthComparison, MatchMode, Performance, UnitCategories, UnitCounts,
     compare_to_ground_truth, delta_frames, match_count_matrix,
 };
+pub use emg::{DelayMode, EmgConfig, EmgNoise, EmgRecording, EmgUnit, MAX_EMG_VALUES};
 pub use hungarian::linear_sum_assignment;
+pub use lag::{ClusterLag, LagAlignment, align_lags};
 pub use synth::{
     Drift, GroundTruthConfig, GroundTruthRecording, MAX_CHANNELS, MAX_SPIKES, MAX_UNITS,
     NoiseConfig, SyntheticUnit, TrueSpike,
