@@ -17,7 +17,8 @@
 //! each run; the `resident%` column says how much of the file was still in the page cache when
 //! the run started (measured with `mincore`), so a run that did not start cold shows it.
 //! Rates count the file's bytes in GB/s (10^9 bytes per second) and windows per second
-//! (arithmetic: `dspk_examples::loader_figures`).
+//! (arithmetic: `dspk_examples::loader_figures`). From the disk the loader runs twice, without
+//! and with the `posix_fadvise(WILLNEED)` hint of the next window (`LoaderOptions::read_ahead`).
 
 use std::fs::File;
 use std::num::NonZeroUsize;
@@ -359,7 +360,7 @@ fn run() -> BoxResult<()> {
             0,
             0,
         )?;
-        run_loader(&source, warm, 1, true, Some(&mut device))?;
+        run_loader(&source, warm, 1, false, Some(&mut device))?;
         Some(device)
     } else {
         None
@@ -376,7 +377,7 @@ fn run() -> BoxResult<()> {
     )?;
     for &threads in &args.threads {
         let cached = resident(&file)?;
-        let seconds = run_loader(&source, schedule, threads, true, None)?;
+        let seconds = run_loader(&source, schedule, threads, false, None)?;
         println!(
             "{}",
             table_row(
@@ -390,7 +391,7 @@ fn run() -> BoxResult<()> {
         );
         if let Some(device) = device.as_mut() {
             let cached = resident(&file)?;
-            let seconds = run_loader(&source, schedule, threads, true, Some(device))?;
+            let seconds = run_loader(&source, schedule, threads, false, Some(device))?;
             let row = table_row(
                 "cache",
                 "pipelined upload",
@@ -404,7 +405,7 @@ fn run() -> BoxResult<()> {
     }
     if args.disk {
         for &threads in &args.threads {
-            for (what, read_ahead) in [("loader", true), ("loader, no read-ahead", false)] {
+            for (what, read_ahead) in [("loader", false), ("loader, WILLNEED hints", true)] {
                 let cached = drop_cache(&file)?;
                 let seconds = run_loader(&source, schedule, threads, read_ahead, None)?;
                 println!(
@@ -414,7 +415,7 @@ fn run() -> BoxResult<()> {
             }
             if let Some(device) = device.as_mut() {
                 let cached = drop_cache(&file)?;
-                let seconds = run_loader(&source, schedule, threads, true, Some(device))?;
+                let seconds = run_loader(&source, schedule, threads, false, Some(device))?;
                 let row = table_row(
                     "disk",
                     "pipelined upload",

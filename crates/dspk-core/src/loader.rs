@@ -50,7 +50,10 @@ pub struct LoaderOptions {
     /// this says.
     pub threads: Option<NonZeroUsize>,
     /// Whether to call [`RecordingSource::will_read`] on the next window while reading one
-    /// (file readers then ask the system to start reading it into the page cache).
+    /// (file readers then ask the system to start reading it into the page cache). Off by
+    /// default: on the development machine (2 cores, a virtual disk) the hint cost more than
+    /// it saved (the loader alone from the disk, one thread: 0.60 against 0.73 GB/s); the
+    /// loader bench (`benches/loader.rs`) measures both.
     pub read_ahead: bool,
 }
 
@@ -59,13 +62,13 @@ impl Default for LoaderOptions {
         Self {
             target: None,
             threads: None,
-            read_ahead: true,
+            read_ahead: false,
         }
     }
 }
 
 impl LoaderOptions {
-    /// The default for a device target: `target`, the default threads, read-ahead on.
+    /// The default for a device target: `target`, the default threads, no read-ahead hints.
     #[must_use]
     pub fn for_target(target: Option<ComputeTarget>) -> Self {
         Self {

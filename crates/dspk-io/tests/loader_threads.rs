@@ -105,8 +105,10 @@ fn zarr(dir: &Path, chunk_samples: u64) -> ZarrRecording {
 type Windows = Vec<(usize, std::ops::Range<u64>, Vec<u8>, Vec<u32>)>;
 
 fn load(source: &Arc<dyn RecordingSource>, schedule: ChunkSchedule, threads: usize) -> Windows {
+    // Read-ahead hints on: they must change nothing read.
     let options = LoaderOptions {
         threads: NonZeroUsize::new(threads),
+        read_ahead: true,
         ..LoaderOptions::default()
     };
     let all = source.info().all_channels();

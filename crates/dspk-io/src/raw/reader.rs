@@ -58,7 +58,8 @@ pub struct RawSpec {
 /// interleaved or channel-major, in either byte order, after a fixed-size header.
 ///
 /// Reads go straight from the file into the caller's buffer (channel-major layouts) or through
-/// a scratch block of at most 4 MiB (interleaved layouts), with positional reads (`pread`), so
+/// a scratch block of at most 4 MiB (interleaved layouts; each reading thread keeps its block
+/// for its next reads), with positional reads (`pread`), so
 /// reading a recording of any length window by window keeps memory flat and any number of
 /// threads can read at once. The file is not memory-mapped: pages of a mapping that a reader
 /// touches count in its resident set until the kernel reclaims them, so a pass over a large
@@ -80,6 +81,12 @@ pub struct RawRecording {
 
 /// Bytes of scratch a read uses at most (interleaved layouts, scaled reads).
 const BLOCK_BYTES: usize = 4 << 20;
+
+thread_local! {
+    /// The block of interleaved frames a thread reads into (at most [`BLOCK_BYTES`], or one
+    /// frame when a frame is larger), kept between reads.
+    static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
 
 impl RawRecording {
     /// Opens the raw file `data_path` as `spec` describes it, checking the file's length.
@@ -172,24 +179,31 @@ impl RawRecording {
             SampleOrder::Interleaved => {
                 let frame = num_channels * size;
                 let rows_per_block = (BLOCK_BYTES / frame).max(1).min(len);
-                let mut scratch = vec![0u8; rows_per_block * frame];
-                let mut row = 0;
-                while row < len {
-                    let rows = rows_per_block.min(len - row);
-                    let block = &mut scratch[..rows * frame];
-                    let offset = self.header_bytes + (start + row as u64) * frame as u64;
-                    self.file.read_exact_at(offset, block)?;
-                    gather_in_parallel(
-                        block,
-                        frame,
-                        size,
-                        channels,
-                        runs,
-                        row..row + rows,
-                        threads,
-                    );
-                    row += rows;
-                }
+                SCRATCH.with_borrow_mut(|scratch| {
+                    // Kept per thread (the loader's threads live as long as the loader): no
+                    // fresh pages to fault in and zero for every window.
+                    if scratch.len() < rows_per_block * frame {
+                        scratch.resize(rows_per_block * frame, 0);
+                    }
+                    let mut row = 0;
+                    while row < len {
+                        let rows = rows_per_block.min(len - row);
+                        let block = &mut scratch[..rows * frame];
+                        let offset = self.header_bytes + (start + row as u64) * frame as u64;
+                        self.file.read_exact_at(offset, block)?;
+                        gather_in_parallel(
+                            block,
+                            frame,
+                            size,
+                            channels,
+                            runs,
+                            row..row + rows,
+                            threads,
+                        );
+                        row += rows;
+                    }
+                    Ok::<(), Error>(())
+                })?;
             }
         }
         for out in runs.iter_mut() {
