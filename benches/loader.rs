@@ -372,7 +372,7 @@ fn run() -> BoxResult<()> {
         &source,
         schedule,
         LoaderOptions::machine_threads(),
-        true,
+        false,
         None,
     )?;
     for &threads in &args.threads {

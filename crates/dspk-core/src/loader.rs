@@ -38,8 +38,9 @@ pub const MAX_LOADER_THREADS: usize = 64;
 const DEFAULT_MAX_THREADS: usize = 8;
 
 /// How a [`WindowLoader`] reads: for which device its buffers are prepared, with how many
-/// threads, and whether it hints the next window to the source.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// threads, and whether it hints the next window to the source. The default: plain memory,
+/// the default threads, no hints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct LoaderOptions {
     /// Prepare buffers for uploads to this device (page-locked on CUDA; see
     /// [`WindowLoader::stored_for`]); `None` for plain memory.
@@ -55,16 +56,6 @@ pub struct LoaderOptions {
     /// it saved (the loader alone from the disk, one thread: 0.60 against 0.73 GB/s); the
     /// loader bench (`benches/loader.rs`) measures both.
     pub read_ahead: bool,
-}
-
-impl Default for LoaderOptions {
-    fn default() -> Self {
-        Self {
-            target: None,
-            threads: None,
-            read_ahead: false,
-        }
-    }
 }
 
 impl LoaderOptions {
