@@ -253,32 +253,109 @@ fn firing_rates_rise_over_time() {
     .unwrap();
     assert!(flat.spike_units().iter().all(|&u| u == 0));
     assert!(!flat.spike_units().is_empty());
+    // A falling drive: rates fall, and units stop as it drops below their thresholds.
+    let falling = EmgRecording::generate(&EmgConfig {
+        drive_start: 1.0,
+        drive_end: 0.0,
+        ..config
+    })
+    .unwrap();
+    let mut thirds = [0usize; 3];
+    for &t in falling.spike_times() {
+        thirds[(t as usize * 3 / n).min(2)] += 1;
+    }
+    assert!(thirds[0] > thirds[1] && thirds[1] > thirds[2], "{thirds:?}");
+    let trains = falling.spike_trains();
+    let last = |u: usize| trains.train(u).last().copied().unwrap_or(0);
+    let top = falling.units()[4].recruitment_threshold;
+    // Unit 4 stops where the drive 1 - t / 6 s falls below its threshold.
+    let stop = ((1.0 - top) * n as f64) as i64;
+    assert!(
+        last(4) <= stop && last(4) > stop - 30_000,
+        "{} vs {stop}",
+        last(4)
+    );
 }
 
 #[test]
 fn generation_stays_fast() {
-    // 16 channels x 20 s with noise: well under the few seconds a debug build may take.
+    // 16 channels x 10 s with the default noise: about a second in a debug build.
     let started = std::time::Instant::now();
     let recording = EmgRecording::generate(&EmgConfig {
-        duration_s: 20.0,
+        duration_s: 10.0,
         ..EmgConfig::default()
     })
     .unwrap();
     let elapsed = started.elapsed().as_secs_f64();
-    assert_eq!(recording.num_samples(), 600_000);
+    assert_eq!(recording.num_samples(), 300_000);
     assert!(elapsed < 20.0, "{elapsed} s");
-    // The noise level matches the model: white 10 uV and low-pass 15 uV RMS, about 18 uV,
-    // away from spikes (the first 50 ms, before unit 0's first spike is likely).
+}
+
+/// RMS of channel `c` and the correlation of channels `c` and `d` in interleaved samples.
+fn rms_and_correlation(samples: &[i16], channels: usize, c: usize, d: usize) -> (f64, f64) {
+    let column = |k: usize| -> Vec<f64> {
+        samples
+            .iter()
+            .skip(k)
+            .step_by(channels)
+            .map(|&v| f64::from(v) * 0.195)
+            .collect()
+    };
+    let (x, y) = (column(c), column(d));
+    let n = x.len() as f64;
+    let (mx, my) = (x.iter().sum::<f64>() / n, y.iter().sum::<f64>() / n);
+    let sxy: f64 = x.iter().zip(&y).map(|(a, b)| (a - mx) * (b - my)).sum();
+    let sxx: f64 = x.iter().map(|a| (a - mx).powi(2)).sum();
+    let syy: f64 = y.iter().map(|b| (b - my).powi(2)).sum();
+    ((sxx / n).sqrt(), sxy / (sxx * syy).sqrt())
+}
+
+#[test]
+fn noise_has_the_models_levels_and_correlations() {
+    // Negligible spikes: the samples are the noise.
+    let quiet = EmgConfig {
+        channels: 16,
+        amplitude_uv: [1e-3, 1e-3],
+        ..small()
+    };
+    let recording = EmgRecording::generate(&quiet).unwrap();
     let samples = recording.interleaved_samples();
-    let first_spike = recording.spike_times()[0] as usize - recording.template_center();
-    let quiet = first_spike.min(3000);
-    assert!(quiet > 100, "first spike at {first_spike}");
-    let sum: f64 = samples[..quiet * 16]
-        .iter()
-        .map(|&v| (f64::from(v) * 0.195).powi(2))
-        .sum();
-    let rms = (sum / (quiet * 16) as f64).sqrt();
-    assert!((12.0..25.0).contains(&rms), "rms {rms}");
+    // White 10 uV + low-pass 15 uV: sqrt(325) = 18.0 uV RMS. Neighbours share the low-pass
+    // part: its mixing rows exp(-|i - j| / 2) correlate neighbours by about 0.887 away from
+    // the ends, so the sum by 0.887 * 225 / 325 = 0.61; channels 10 apart hardly at all.
+    let (rms, near) = rms_and_correlation(&samples, 16, 7, 8);
+    assert!((rms - 18.03).abs() < 0.9, "rms {rms}");
+    assert!((near - 0.61).abs() < 0.08, "neighbour correlation {near}");
+    let (_, far) = rms_and_correlation(&samples, 16, 2, 12);
+    assert!(far.abs() < 0.08, "far correlation {far}");
+    // White noise alone: independent channels.
+    let white = EmgRecording::generate(&EmgConfig {
+        noise: EmgNoise {
+            lowpass_uv: 0.0,
+            ..EmgNoise::default()
+        },
+        ..quiet
+    })
+    .unwrap();
+    let (rms, near) = rms_and_correlation(&white.interleaved_samples(), 16, 7, 8);
+    assert!((rms - 10.0).abs() < 0.3, "white rms {rms}");
+    assert!(near.abs() < 0.03, "white neighbour correlation {near}");
+    // Mains hum alone: a 60 Hz sinusoid of 50 uV on every channel, phase per channel.
+    let hum = EmgRecording::generate(&EmgConfig {
+        noise: EmgNoise {
+            line_uv: 50.0,
+            ..EmgNoise::none()
+        },
+        ..quiet
+    })
+    .unwrap();
+    let samples = hum.interleaved_samples();
+    let (rms, _) = rms_and_correlation(&samples, 16, 3, 4);
+    assert!((rms - 50.0 / 2f64.sqrt()).abs() < 0.2, "hum rms {rms}");
+    let period = 30_000 / 60;
+    for s in [1000, 20_000] {
+        assert!((samples[s * 16 + 3] - samples[(s + period) * 16 + 3]).abs() <= 1);
+    }
 }
 
 #[test]
@@ -410,6 +487,22 @@ fn bad_configurations_are_refused() {
         let error = EmgRecording::generate(&config).unwrap_err().to_string();
         assert!(error.contains(what), "{what}: {error}");
     }
+    // The smallest configurations work: one channel, one unit, a recording just one
+    // potential window long (2 x (2 x 150 + 60) + 1 samples at 30 kHz).
+    let single = EmgRecording::generate(&EmgConfig {
+        channels: 1,
+        units: 1,
+        ..base
+    })
+    .unwrap();
+    assert_eq!(single.units()[0].delays_samples, vec![0]);
+    assert!(!single.spike_times().is_empty());
+    let shortest = EmgRecording::generate(&EmgConfig {
+        duration_s: 721.0 / 30_000.0,
+        ..base
+    })
+    .unwrap();
+    assert_eq!(shortest.num_samples(), 721);
 }
 
 /// Ground truth with three units and a sorting of it whose clusters are late by fixed lags.

@@ -8,10 +8,12 @@
 mod firing;
 mod noise;
 mod units;
+mod ziggurat;
 
 use dspk_core::rng::SplitMix64;
 use dspk_core::{
-    ChannelInfo, MemoryRecording, ReadRequest, RecordingInfo, RecordingSource, SampleRate,
+    ChannelInfo, MemoryRecording, ReadRequest, RecordingInfo, RecordingSource, SampleFormat,
+    SampleRate,
 };
 
 use super::synth::{MAX_CHANNELS, MAX_SPIKES, MAX_UNITS};
@@ -490,8 +492,8 @@ pub struct EmgUnit {
 /// - Random draws come from per-purpose [`SplitMix64`] streams (units, thresholds, one per
 ///   unit's train, one per channel's noise, the hum phases), so no value matches numpy's; a
 ///   unit's per-spike amplitude factors are drawn with its spike train rather than after
-///   sorting all spikes; each channel's white noise and low-pass source are the cosine and
-///   sine of one Box-Muller pair per sample.
+///   sorting all spikes; the noise's normal values come from a ziggurat sampler (Marsaglia
+///   and Tsang), two per sample and channel (white, then the low-pass source's input).
 /// - The low-pass noise is white noise through a 4th-order digital Butterworth filter
 ///   (bilinear transform, two biquads) after a burn-in, scaled by the filter's exact RMS gain,
 ///   instead of an FFT of the whole recording scaled by its measured standard deviation: the
@@ -596,16 +598,19 @@ impl EmgRecording {
         };
         let lowpass =
             (config.noise.lowpass_uv > 0.0).then_some((config.noise.lowpass_cutoff_hz, layout.fs));
+        let normal = ziggurat::Ziggurat::new();
         let channel_noise = (0..config.channels)
             .map(|c| {
-                noise::ChannelNoise::new(stream(config.seed, STREAM_NOISE | c as u64), lowpass)
+                let random = stream(config.seed, STREAM_NOISE | c as u64);
+                noise::ChannelNoise::new(random, lowpass, &normal)
             })
             .collect();
         let mut hum = stream(config.seed, STREAM_HUM);
         let phases: Vec<f64> = (0..config.channels)
             .map(|_| hum.uniform(0.0, std::f64::consts::TAU))
             .collect();
-        let (stored, clipped) = noise::render(config, &layout, &placed, channel_noise, &phases);
+        let (stored, clipped) =
+            noise::render(config, &layout, &placed, channel_noise, &normal, &phases);
 
         let positions: Vec<[f64; 2]> = (0..config.channels)
             .map(|c| [0.0, c as f64 * config.pitch_mm * 1000.0])
@@ -632,8 +637,10 @@ impl EmgRecording {
             .collect();
         let rate = SampleRate::from_hz(config.sample_rate_hz)
             .map_err(|e| Error::Argument(e.to_string()))?;
-        let mut recording = MemoryRecording::from_samples(channels, rate, &stored)
+        let info = RecordingInfo::new(channels, layout.num_samples as u64, rate, SampleFormat::I16)
             .map_err(|e| Error::Argument(e.to_string()))?;
+        let mut recording =
+            MemoryRecording::new(info, stored).map_err(|e| Error::Argument(e.to_string()))?;
         let metadata = &mut recording.info_mut().metadata;
         metadata.insert("generator".into(), "dspk-synapse groundtruth emg".into());
         metadata.insert("seed".into(), config.seed.to_string());

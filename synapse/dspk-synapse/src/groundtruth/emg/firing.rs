@@ -10,8 +10,6 @@ const THRESHOLD_JITTER: f64 = 0.02;
 const THRESHOLD_MAX: f64 = 0.95;
 /// Step of the recruitment search, seconds.
 const RECRUITMENT_STEP_S: f64 = 1e-3;
-/// Step over time while a unit is below its threshold, seconds.
-const SILENT_STEP_S: f64 = 0.01;
 /// The shortest interval, a fraction of the mean interval `1 / rate`.
 const SHORTEST_INTERVAL: f64 = 0.5;
 
@@ -61,13 +59,41 @@ fn rate(config: &EmgConfig, threshold: f64, drive: f64) -> f64 {
     config.rate_min_hz + (config.rate_max_hz - config.rate_min_hz) * x.min(1.0)
 }
 
+/// The first point of the 1 ms grid `k * 1 ms` (before the end) where the drive reaches
+/// `threshold`, found from the line's crossing rather than by a scan; `None` if the drive
+/// never reaches it.
+fn recruitment(config: &EmgConfig, duration: f64, threshold: f64) -> Option<f64> {
+    let drive =
+        |t: f64| config.drive_start + (config.drive_end - config.drive_start) * t / duration;
+    let at = |k: u64| k as f64 * RECRUITMENT_STEP_S;
+    let steps = (duration / RECRUITMENT_STEP_S).ceil() as u64;
+    let mut k = if drive(0.0) >= threshold {
+        0
+    } else if config.drive_end > config.drive_start {
+        let crossing =
+            (threshold - config.drive_start) * duration / (config.drive_end - config.drive_start);
+        ((crossing / RECRUITMENT_STEP_S).floor() as u64).min(steps)
+    } else {
+        return None;
+    };
+    // The crossing's rounding: step back while the previous point already reaches it, then
+    // forward to the first point that does.
+    while k > 0 && drive(at(k - 1)) >= threshold {
+        k -= 1;
+    }
+    while k < steps && drive(at(k)) < threshold {
+        k += 1;
+    }
+    (k < steps).then(|| at(k))
+}
+
 /// Draws the spikes of one unit and calls `spike(sample, amplitude factor)` for each one in
 /// `kept`, in time order.
 ///
 /// The unit starts at the first millisecond where the drive reaches `threshold`, plus a
 /// uniform phase within one interval; intervals are `N(1 / r, isi_cv / r)`, at least
-/// `0.5 / r`; below the threshold time advances by 10 ms steps. Spike times are rounded to
-/// samples half to even; every spike drawn (kept or not) draws its amplitude factor
+/// `0.5 / r`; the unit stops when a falling drive drops below its threshold. Spike times are
+/// rounded to samples half to even; every spike drawn (kept or not) draws its amplitude factor
 /// `1 + amplitude_jitter * N(0, 1)`.
 pub(super) fn train(
     config: &EmgConfig,
@@ -80,11 +106,7 @@ pub(super) fn train(
     let duration = layout.num_samples as f64 / layout.fs;
     let drive =
         |t: f64| config.drive_start + (config.drive_end - config.drive_start) * t / duration;
-    let steps = (duration / RECRUITMENT_STEP_S).ceil() as u64;
-    let Some(recruited) = (0..steps)
-        .map(|k| k as f64 * RECRUITMENT_STEP_S)
-        .find(|&t| drive(t) >= threshold)
-    else {
+    let Some(recruited) = recruitment(config, duration, threshold) else {
         return;
     };
     let first_rate = rate(config, threshold, drive(recruited)).max(config.rate_min_hz);
@@ -92,8 +114,9 @@ pub(super) fn train(
     while t < duration {
         let r = rate(config, threshold, drive(t));
         if r <= 0.0 {
-            t += SILENT_STEP_S;
-            continue;
+            // The drive is linear: once below the threshold after recruitment it is falling
+            // and stays below (the script steps on in 10 ms steps and never fires again).
+            break;
         }
         let scale = 1.0 + config.amplitude_jitter * random.normal();
         let sample = (t * layout.fs).round_ties_even() as i64;

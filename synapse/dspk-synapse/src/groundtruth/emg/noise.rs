@@ -5,6 +5,7 @@ use std::f64::consts::{PI, TAU};
 
 use dspk_core::rng::SplitMix64;
 
+use super::ziggurat::Ziggurat;
 use super::{EmgConfig, Layout};
 
 /// The low-pass sources are mixed between channels with weights `exp(-MIX_DECAY * |i - j|)`.
@@ -16,6 +17,12 @@ const BLOCK_VALUES: usize = 1 << 20;
 /// The int16 range, as `f64`.
 const LOWEST: f64 = i16::MIN as f64;
 const HIGHEST: f64 = i16::MAX as f64;
+/// Values are clamped to this range before rounding (beyond it they clip anyway).
+const BOUND_LOW: f64 = -65_536.0;
+const BOUND_HIGH: f64 = 65_536.0;
+/// `1.5 * 2^52`: adding and subtracting it rounds an `f64` below `2^51` in magnitude to an
+/// integer, half to even (the default rounding of IEEE 754 arithmetic).
+const ROUNDING: f64 = 6_755_399_441_055_744.0;
 /// The burn-in of the low-pass filters, in periods of the cutoff frequency.
 const BURN_IN_PERIODS: f64 = 20.0;
 
@@ -106,8 +113,8 @@ impl Butterworth {
     }
 }
 
-/// The noise of one channel: one random stream, each sample drawing one Box-Muller pair of
-/// standard normals (the cosine is the white noise, the sine feeds the low-pass source).
+/// The noise of one channel: one random stream, each sample drawing two standard normals
+/// (ziggurat): the first is the white noise, the second feeds the low-pass source.
 #[derive(Debug, Clone)]
 pub(super) struct ChannelNoise {
     random: SplitMix64,
@@ -115,9 +122,9 @@ pub(super) struct ChannelNoise {
 }
 
 impl ChannelNoise {
-    /// The channel's noise from its stream; with a low-pass filter, run for its burn-in so
-    /// that the first sample is already stationary.
-    pub(super) fn new(random: SplitMix64, lowpass: Option<(f64, f64)>) -> Self {
+    /// The channel's noise from its stream; with a low-pass filter (`(cutoff_hz, fs)`), run
+    /// for its burn-in so that the first sample is already stationary.
+    pub(super) fn new(random: SplitMix64, lowpass: Option<(f64, f64)>, normal: &Ziggurat) -> Self {
         let Some((cutoff_hz, fs)) = lowpass else {
             return Self {
                 random,
@@ -134,26 +141,20 @@ impl ChannelNoise {
         let mut left = burn_in;
         while left > 0 {
             let n = left.min(white.len());
-            noise.fill(&mut white[..n], &mut source[..n]);
+            noise.fill(normal, &mut white[..n], &mut source[..n]);
             left -= n;
         }
         noise
     }
 
     /// The next `white.len()` samples: unit white noise into `white`, unit-RMS low-pass noise
-    /// into `source` (left untouched without a low-pass filter). Each sample's pair of
-    /// uniforms comes from the two 32-bit halves of one random `u64` (as the hashed noise of
-    /// [`GroundTruthRecording`](crate::groundtruth::GroundTruthRecording)).
-    fn fill(&mut self, white: &mut [f64], source: &mut [f64]) {
-        /// 2^-32.
-        const SCALE: f64 = 1.0 / 4_294_967_296.0;
+    /// into `source` (left untouched without a low-pass filter).
+    fn fill(&mut self, normal: &Ziggurat, white: &mut [f64], source: &mut [f64]) {
         for (w, s) in white.iter_mut().zip(source.iter_mut()) {
-            let h = self.random.next_u64();
-            let radius = (-2.0 * (((h >> 32) + 1) as f64 * SCALE).ln()).sqrt();
-            let (sin, cos) = (TAU * (h & 0xFFFF_FFFF) as f64 * SCALE).sin_cos();
-            *w = radius * cos;
+            *w = normal.sample(&mut self.random);
+            let x = normal.sample(&mut self.random);
             if let Some(filter) = &mut self.lowpass {
-                *s = filter.filter(radius * sin);
+                *s = filter.filter(x);
             }
         }
     }
@@ -199,15 +200,17 @@ fn mix_sources(sources: &mut [Vec<f64>], mixed: &mut [Vec<f64>], len: usize) {
     }
 }
 
-/// Every stored value, channel-major (`channels x num_samples`), and how many were clipped.
+/// Every stored value as little-endian int16 bytes, channel-major (`channels x num_samples`),
+/// and how many were clipped.
 /// `noise` holds one [`ChannelNoise`] per channel, `phases` the mains-hum phase of each.
 pub(super) fn render(
     config: &EmgConfig,
     layout: &Layout,
     spikes: &Spikes<'_>,
     mut noise: Vec<ChannelNoise>,
+    normal: &Ziggurat,
     phases: &[f64],
-) -> (Vec<i16>, u64) {
+) -> (Vec<u8>, u64) {
     let channels = config.channels;
     let n = layout.num_samples;
     let levels = &config.noise;
@@ -222,12 +225,13 @@ pub(super) fn render(
     let per_thread = channels.div_ceil(threads);
     let block = (BLOCK_VALUES / channels).clamp(2, BLOCK);
 
-    let mut stored = vec![0i16; channels * n];
-    let mut outputs: Vec<&mut [i16]> = stored.chunks_mut(n).collect();
+    let mut stored = vec![0u8; channels * n * 2];
+    let mut outputs: Vec<&mut [u8]> = stored.chunks_mut(2 * n).collect();
     let mut white = vec![vec![0.0f64; block]; channels];
     let mut sources = vec![vec![0.0f64; block]; channels];
     let mut mixed = vec![vec![0.0f64; block]; channels];
     let mut clipped = 0u64;
+    let columns = &Columns::new(spikes, channels);
     let after = (spikes.template_len - spikes.template_center) as i64;
     let before = spikes.template_center as i64;
     for start in (0..n).step_by(block) {
@@ -241,7 +245,7 @@ pub(super) fn render(
             {
                 scope.spawn(move || {
                     for ((noise, white), source) in noise.iter_mut().zip(white).zip(sources) {
-                        noise.fill(&mut white[..len], &mut source[..len]);
+                        noise.fill(normal, &mut white[..len], &mut source[..len]);
                     }
                 });
             }
@@ -266,7 +270,7 @@ pub(super) fn render(
                             let c = chunk * per_thread + k;
                             let factor = if lowpass { factors[c] } else { 0.0 };
                             buffer.fill(0.0);
-                            add_spikes(spikes, lo..hi, c, channels, start, &mut buffer);
+                            add_spikes(spikes, columns, lo..hi, c, channels, start, &mut buffer);
                             if levels.line_uv > 0.0 {
                                 for (s, v) in buffer.iter_mut().enumerate() {
                                     let t = (start + s) as f64 / layout.fs;
@@ -274,16 +278,18 @@ pub(super) fn render(
                                         * (TAU * levels.line_hz * t + phases[c]).sin();
                                 }
                             }
-                            let out = &mut output[start..start + len];
+                            let out = &mut output[2 * start..2 * (start + len)];
                             let values = buffer.iter().zip(&white[c]).zip(&mixed[c]);
-                            for (stored, ((v, w), m)) in out.iter_mut().zip(values) {
+                            for (stored, ((v, w), m)) in out.chunks_exact_mut(2).zip(values) {
                                 let uv = v + levels.white_uv * w + factor * m;
-                                let q = (uv / config.gain_uv).round_ties_even();
+                                let q = round_half_even(
+                                    (uv / config.gain_uv).clamp(BOUND_LOW, BOUND_HIGH),
+                                );
                                 if !(LOWEST..=HIGHEST).contains(&q) {
                                     clipped += 1;
                                 }
                                 // `as` saturates to the int16 range.
-                                *stored = q as i16;
+                                stored.copy_from_slice(&(q as i16).to_le_bytes());
                             }
                         }
                         clipped
@@ -300,28 +306,66 @@ pub(super) fn render(
     (stored, clipped)
 }
 
+/// `x` rounded to an integer, half to even, for `|x| < 2^51` (`f64::round_ties_even`,
+/// without the library call it compiles to on baseline x86-64).
+fn round_half_even(x: f64) -> f64 {
+    (x + ROUNDING) - ROUNDING
+}
+
+/// The templates by unit and channel: each channel's column of a unit's template, trimmed to
+/// its non-zero rows.
+struct Columns {
+    /// Per `(unit, channel)`, the first row kept and the values from there.
+    columns: Vec<(usize, Vec<f64>)>,
+}
+
+impl Columns {
+    fn new(spikes: &Spikes<'_>, channels: usize) -> Self {
+        let len = spikes.template_len;
+        let columns = spikes
+            .templates
+            .chunks_exact(len * channels)
+            .flat_map(|template| {
+                (0..channels).map(move |c| {
+                    let column: Vec<f64> = (0..len).map(|k| template[k * channels + c]).collect();
+                    let first = column.iter().position(|&v| v != 0.0).unwrap_or(len);
+                    let end = column
+                        .iter()
+                        .rposition(|&v| v != 0.0)
+                        .map_or(first, |k| k + 1);
+                    (first, column[first..end].to_vec())
+                })
+            })
+            .collect();
+        Self { columns }
+    }
+}
+
 /// Adds the spikes `range` of `spikes` on channel `channel` to `buffer`, which holds samples
 /// `start..start + buffer.len()`.
 fn add_spikes(
     spikes: &Spikes<'_>,
+    columns: &Columns,
     range: std::ops::Range<usize>,
     channel: usize,
     channels: usize,
     start: usize,
     buffer: &mut [f64],
 ) {
-    let size = spikes.template_len * channels;
     let (start, end) = (start as i64, (start + buffer.len()) as i64);
     for s in range {
-        let unit = spikes.units[s];
-        let template = &spikes.templates[unit * size..(unit + 1) * size];
+        let (offset, column) = &columns.columns[spikes.units[s] * channels + channel];
+        // Column value j (template row offset + j) lands on sample first + j.
+        let first = spikes.times[s] - spikes.template_center as i64 + *offset as i64;
+        let j0 = (start - first).clamp(0, column.len() as i64) as usize;
+        let j1 = (end - first).clamp(0, column.len() as i64) as usize;
+        if j0 >= j1 {
+            continue;
+        }
+        let at = (first + j0 as i64 - start) as usize;
         let scale = spikes.scales[s];
-        // Template row k lands on sample first + k.
-        let first = spikes.times[s] - spikes.template_center as i64;
-        let k0 = (start - first).max(0) as usize;
-        let k1 = ((end - first).max(0) as usize).min(spikes.template_len);
-        for k in k0..k1 {
-            buffer[(first + k as i64 - start) as usize] += scale * template[k * channels + channel];
+        for (out, value) in buffer[at..at + (j1 - j0)].iter_mut().zip(&column[j0..j1]) {
+            *out += scale * value;
         }
     }
 }
@@ -330,15 +374,18 @@ fn add_spikes(
 mod tests {
     use dspk_core::rng::SplitMix64;
 
-    use super::{Butterworth, ChannelNoise, MIX_DECAY, mix_sources, mixing_norms};
+    use super::{
+        Butterworth, ChannelNoise, MIX_DECAY, Ziggurat, mix_sources, mixing_norms, round_half_even,
+    };
 
     #[test]
     fn lowpass_noise_has_unit_rms_and_butterworth_response() {
         let fs = 30_000.0;
-        let mut noise = ChannelNoise::new(SplitMix64::new(5), Some((500.0, fs)));
+        let normal = Ziggurat::new();
+        let mut noise = ChannelNoise::new(SplitMix64::new(5), Some((500.0, fs)), &normal);
         let mut white = vec![0.0; 1 << 17];
         let mut source = white.clone();
-        noise.fill(&mut white, &mut source);
+        noise.fill(&normal, &mut white, &mut source);
         for x in [&white, &source] {
             let rms = (x.iter().map(|v| v * v).sum::<f64>() / x.len() as f64).sqrt();
             assert!((rms - 1.0).abs() < 0.05, "rms {rms}");
@@ -391,6 +438,15 @@ mod tests {
                     "channel {c} sample {s}"
                 );
             }
+        }
+    }
+
+    #[test]
+    fn rounding_is_half_to_even() {
+        for x in [
+            0.5, 1.5, 2.5, -0.5, -2.5, 3.49, -3.51, 32767.5, -32768.5, 1e5, 0.0,
+        ] {
+            assert_eq!(round_half_even(x), x.round_ties_even(), "{x}");
         }
     }
 }
