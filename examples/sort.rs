@@ -30,29 +30,19 @@
 //! names: `--set Th_learned=7 --set nblocks=0`).
 
 use std::error::Error;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::time::Instant;
 
-use dspk::ComputeTarget;
-use dspk::io::{Dtype, RawWriteOptions, write_raw};
-use dspk::kilosort::report::Progress;
-use dspk::kilosort::sorting::UnitLabel;
-use dspk::kilosort::{Kilosort4, KilosortSettings, SortOutput, SortProbe};
-use dspk::synapse::groundtruth::{
-    CompareOptions, Drift, GroundTruthConfig, MatchMode, SpikeTrains, compare_to_ground_truth,
-};
+use dspk::SampleRate;
+use dspk::io::{RawWriteOptions, write_raw};
+use dspk::kilosort::{KilosortSettings, SortProbe};
+use dspk::synapse::groundtruth::{Drift, GroundTruthConfig, MatchMode};
 use dspk::synapse::phy::PhyParams;
-use dspk::{RecordingSource, SampleRate};
-use dspk_cli::progress::StageBars;
-use dspk_cli::recording::{open, phy_dat_file, sort_probe};
+use dspk_examples::sorting::{check_bounds, compare, print_summary, sort, sort_path};
 use dspk_examples::synthetic::generate_in_memory;
 use dspk_examples::{MemoryLimit, checked_product, finish};
 
 const RATE_HZ: u64 = 30_000;
-/// A true unit counts as found at this accuracy (SpikeInterface's well-detected score).
-const WELL_DETECTED: f64 = 0.8;
 
 fn main() -> ExitCode {
     // SAFETY: first in main, no other thread yet.
@@ -71,50 +61,9 @@ fn run() -> Result<(), Box<dyn Error>> {
             .map_err(|e| format!("--set {key}={value}: {e}"))?;
     }
     match &args.path {
-        Some(path) => sort_path(&args, path, settings),
+        Some(path) => sort_path(path, args.probe.as_deref(), args.out.as_deref(), settings),
         None => sort_ground_truth(&args, settings),
     }
-}
-
-/// Sorts `source` through `probe` with a progress bar per stage, then prints each stage's line
-/// and the totals.
-fn sort(
-    settings: KilosortSettings,
-    source: Arc<dyn RecordingSource>,
-    probe: &SortProbe,
-) -> Result<SortOutput, Box<dyn Error>> {
-    let target = ComputeTarget::from_env()?;
-    let client = target.client()?;
-    println!(
-        "runtime:   {target} on {}",
-        client.properties().identity.name
-    );
-    let seconds = source.info().duration().as_secs_f64();
-    let mut bars = StageBars::new();
-    let started = Instant::now();
-    let sorted = Kilosort4::new(settings).run(&client, source, probe, &mut |p: Progress| {
-        bars.update(p.stage, p.done, p.total);
-    });
-    bars.finish();
-    let output = sorted?;
-    let wall = started.elapsed().as_secs_f64();
-    for stage in &output.stages {
-        println!("stage      {stage}");
-    }
-    let sorting = &output.sorting;
-    let good = sorting
-        .labels
-        .iter()
-        .filter(|&&l| l == UnitLabel::Good)
-        .count();
-    println!(
-        "sorted:    {} units ({good} good), {} spikes in {wall:.1} s for {seconds:.1} s of \
-         recording ({:.1}x real time)",
-        sorting.num_units(),
-        sorting.num_spikes(),
-        seconds / wall.max(f64::MIN_POSITIVE)
-    );
-    Ok(output)
 }
 
 /// The synthetic recording: generated, sorted, scored; the Phy folder with `--out`.
@@ -147,20 +96,8 @@ fn sort_ground_truth(args: &Args, settings: KilosortSettings) -> Result<(), Box<
     let probe = SortProbe::from_probe(truth.probe(), config.channels, &[])?;
     let output = sort(settings, made.source.clone(), &probe)?;
 
-    let sorting = &output.sorting;
-    let labels: Vec<i64> = sorting
-        .spike_clusters
-        .iter()
-        .map(|&c| i64::from(c))
-        .collect();
-    let tested = SpikeTrains::from_labels(&sorting.spike_times, &labels)?;
     let rate = SampleRate::from_hz(RATE_HZ)?;
-    let comparison = compare_to_ground_truth(
-        &truth.spike_trains(),
-        &tested,
-        rate,
-        &CompareOptions::default(),
-    )?;
+    let comparison = compare(&truth.spike_trains(), &output.sorting, rate)?;
     let performance = comparison.performance(MatchMode::Hungarian);
     let matches = comparison.hungarian_match();
     println!("accuracy against the truth (spikes within 0.4 ms, Hungarian match):");
@@ -179,30 +116,7 @@ fn sort_ground_truth(args: &Args, settings: KilosortSettings) -> Result<(), Box<
             p.precision
         );
     }
-    let well = performance
-        .iter()
-        .filter(|p| p.accuracy >= WELL_DETECTED)
-        .count();
-    let mean = comparison.mean_performance(MatchMode::Hungarian);
-    let categories = comparison.unit_categories();
-    println!(
-        "found:     {well} of {} units with accuracy >= {WELL_DETECTED}; mean accuracy {:.3} \
-         (recall {:.3}, precision {:.3})",
-        performance.len(),
-        mean.accuracy,
-        mean.recall,
-        mean.precision
-    );
-    println!(
-        "units:     {} sorted: {} well detected, {} redundant, {} overmerged, {} false \
-         positive, {} bad",
-        categories.num_tested,
-        categories.well_detected,
-        categories.redundant,
-        categories.overmerged,
-        categories.false_positive,
-        categories.bad
-    );
+    let (well, mean) = print_summary(&comparison);
 
     if let Some(dir) = &args.out {
         std::fs::create_dir_all(dir)?;
@@ -216,79 +130,7 @@ fn sort_ground_truth(args: &Args, settings: KilosortSettings) -> Result<(), Box<
             dir.join("params.py").display()
         );
     }
-    let mut short = Vec::new();
-    if well < args.min_units as usize {
-        short.push(format!(
-            "{well} units at accuracy >= {WELL_DETECTED}, --min-units {}",
-            args.min_units
-        ));
-    }
-    // A NaN mean (no true units) is below any bound asked for.
-    if args.min_accuracy > 0.0 && (mean.accuracy.is_nan() || mean.accuracy < args.min_accuracy) {
-        short.push(format!(
-            "mean accuracy {:.3}, --min-accuracy {}",
-            mean.accuracy, args.min_accuracy
-        ));
-    }
-    if !short.is_empty() {
-        return Err(format!("below the bounds asked for: {}", short.join("; ")).into());
-    }
-    Ok(())
-}
-
-/// A recording at `path`: sorted with its probe into a Phy folder.
-fn sort_path(args: &Args, path: &Path, settings: KilosortSettings) -> Result<(), Box<dyn Error>> {
-    let opened = open(path)?;
-    let info = opened.source.info().clone();
-    dspk_examples::require_samples(&info)?;
-    let (probe, from) = sort_probe(path, &opened.format, args.probe.as_deref())?;
-    let channels = SortProbe::from_probe(&probe, info.num_channels(), &[])
-        .map_err(|e| format!("the probe from {from} and the recording: {e}"))?;
-    let out = args.out.clone().unwrap_or_else(|| {
-        let stem = path
-            .file_stem()
-            .map_or_else(|| "recording".into(), |s| s.to_os_string());
-        let mut name = stem;
-        name.push("_dspk_sort");
-        path.with_file_name(name)
-    });
-    if out.join("params.py").exists() || out.join("spike_times.npy").exists() {
-        return Err(format!(
-            "{} already holds a Phy folder; give another --out",
-            out.display()
-        )
-        .into());
-    }
-    std::fs::create_dir_all(&out)
-        .map_err(|e| format!("{}: cannot create the Phy folder: {e}", out.display()))?;
-    println!(
-        "recording: {} ({}, {} channels x {:.1} s at {}), probe from {from}, {} channels sorted",
-        path.display(),
-        opened.format,
-        info.num_channels(),
-        info.duration().as_secs_f64(),
-        info.sample_rate,
-        channels.len()
-    );
-    let output = sort(settings, opened.source.clone(), &channels)?;
-    let mut params = PhyParams::new(
-        PathBuf::new(),
-        info.num_channels(),
-        info.sample_rate.as_hz(),
-    );
-    params.dat_path = Vec::new();
-    params.dtype = Dtype::from_format(info.stored_format);
-    if let Some(dat) = phy_dat_file(path, &opened.format) {
-        params.dat_path = vec![dat.path];
-        params.n_channels_dat = dat.columns;
-    }
-    output.write_phy(&out, params, false)?;
-    println!(
-        "phy:       {} (phy template-gui {})",
-        out.display(),
-        out.join("params.py").display()
-    );
-    Ok(())
+    check_bounds(well, mean, args.min_units, args.min_accuracy)
 }
 
 /// What the command line asked for.

@@ -4,7 +4,8 @@
 //! makes before it allocates what it was asked for, local whitening fitted over a stream
 //! ([`whitening`]), spikes detected on a stream and scored against known spikes, with the
 //! bounds a score must reach ([`events`]), the synthetic recording with known spikes held in
-//! memory ([`synthetic`]), the
+//! memory ([`synthetic`]), sorting with a progress bar and scoring against ground truth
+//! ([`sorting`]), the
 //! speed of streamed passes as examples print it ([`passes`]) and
 //! the arithmetic of the benchmarks' printed figures ([`figures`]). (The library crates never
 //! print; examples do.)
@@ -28,6 +29,7 @@ pub mod figures;
 pub mod loader_figures;
 pub mod passes;
 pub mod recall;
+pub mod sorting;
 pub mod synthetic;
 pub mod whitening;
 

@@ -70,6 +70,8 @@ pub(crate) struct SortArgs {
     pub probe: Option<PathBuf>,
     /// The Phy folder written (default: beside the recording, see [`default_out_dir`]).
     pub out: Option<PathBuf>,
+    /// `--preset NAME`: the settings the `--set`s start from (`kilosort4` by default).
+    pub preset: Option<String>,
     /// `--set KEY=VALUE` pairs, in order.
     pub sets: Vec<(String, String)>,
     /// Replace an existing Phy folder.
@@ -285,6 +287,7 @@ fn parse_convert(args: Vec<OsString>) -> Result<Command, String> {
 fn parse_sort(args: Vec<OsString>) -> Result<Command, String> {
     let mut reader = Reader::new("sort", args);
     let (mut probe, mut out, mut sets, mut overwrite) = (None, None, Vec::new(), false);
+    let mut preset = None;
     while let Some(arg) = reader.next()? {
         match arg {
             Arg::Help => return Ok(Command::Help(Topic::Sort)),
@@ -292,6 +295,7 @@ fn parse_sort(args: Vec<OsString>) -> Result<Command, String> {
                 "--probe" => once(&mut probe, reader.path("--probe")?, "sort", "--probe")?,
                 "--out" => once(&mut out, reader.path("--out")?, "sort", "--out")?,
                 "--set" => sets.push(parse_set(&reader.text("--set")?)?),
+                "--preset" => once(&mut preset, reader.text("--preset")?, "sort", "--preset")?,
                 "--overwrite" => overwrite = true,
                 _ => return Err(reader.unknown(&flag)),
             },
@@ -303,6 +307,7 @@ fn parse_sort(args: Vec<OsString>) -> Result<Command, String> {
         recording: paths.remove(0),
         probe,
         out,
+        preset,
         sets,
         overwrite,
     }))
@@ -325,14 +330,23 @@ pub(crate) fn parse_set(pair: &str) -> Result<(String, String), String> {
     }
 }
 
-/// Settings with every `--set` applied in order.
+/// The preset's settings (Kilosort4's defaults without one) with every `--set` applied in
+/// order.
 ///
 /// # Errors
 ///
-/// A usage message naming the pair that is refused (an unknown key, a value of the wrong type
-/// or out of range) and why.
-pub(crate) fn settings(sets: &[(String, String)]) -> Result<KilosortSettings, String> {
-    let mut settings = KilosortSettings::default();
+/// A usage message naming an unknown preset, or the pair that is refused (an unknown key, a
+/// value of the wrong type or out of range) and why.
+pub(crate) fn settings(
+    preset: Option<&str>,
+    sets: &[(String, String)],
+) -> Result<KilosortSettings, String> {
+    let mut settings = match preset {
+        Some(name) => {
+            KilosortSettings::preset(name).map_err(|e| format!("--preset {name}: {e}"))?
+        }
+        None => KilosortSettings::default(),
+    };
     for (key, value) in sets {
         settings
             .set(key, value)
@@ -343,7 +357,7 @@ pub(crate) fn settings(sets: &[(String, String)]) -> Result<KilosortSettings, St
 
 /// The usage lines (printed after a usage error).
 pub(crate) const USAGE: &str = "\
-usage: dspk sort REC [--probe FILE] [--out DIR] [--set KEY=VALUE ...] [--overwrite]
+usage: dspk sort REC [--probe FILE] [--out DIR] [--preset NAME] [--set KEY=VALUE ...] [--overwrite]
        dspk info REC
        dspk convert REC --to raw|zarr OUT [--overwrite]
        dspk help [COMMAND]   (or dspk COMMAND --help)";
@@ -426,7 +440,7 @@ offsets, units and sample rate:
 {RECORDINGS}"
         ),
         Topic::Sort => format!(
-            "dspk sort REC [--probe FILE] [--out DIR] [--set KEY=VALUE ...] [--overwrite]
+            "dspk sort REC [--probe FILE] [--out DIR] [--preset NAME] [--set KEY=VALUE ...] [--overwrite]
 
 Sorts the recording with Kilosort4's algorithm on the device (preprocessing, drift correction,
 detection, clustering, template matching, merges) and writes a Phy folder. Progress is shown per
@@ -437,6 +451,11 @@ stage on a terminal; at the end each stage's time and memory is printed.
                  (SpikeGLX and mtscomp .meta, NWB electrodes, a SpikeInterface binary
                  folder's probegroup.json); formats without one need --probe.
   --out DIR      the Phy folder (default: REC's name + _dspk_sort, beside REC).
+  --preset NAME  the settings to start from: kilosort4 (the default) or emusort (EMUsort 1.1.0's
+                 for intramuscular EMG: 250-5000 Hz band-pass and 60 Hz notch, no common
+                 reference, no drift correction, channel delays removed, thresholds
+                 [6, 9, 12, 15] pooled, HDBSCAN outlier removal, the channels on one line;
+                 --set notch_hz=50 where mains is 50 Hz).
   --set KEY=VALUE  one Kilosort4 setting (repeat for several). KEY is Kilosort4's own name for
                  it (as in its settings dictionary and GUI); VALUE is JSON (9, 7.5, true, null,
                  [0.5, 0.5, 0.5]) or a plain path. Refused when unknown or out of range.
@@ -505,7 +524,8 @@ mod tests {
     #[test]
     fn sort_reads_every_flag() {
         let parsed = parse(args(
-            "sort rec.bin --probe p.json --set Th_learned=7 --out o --set nblocks=0 --overwrite",
+            "sort rec.bin --probe p.json --set Th_learned=7 --out o --set nblocks=0 --overwrite \
+             --preset emusort",
         ))
         .unwrap();
         assert_eq!(
@@ -514,6 +534,7 @@ mod tests {
                 recording: "rec.bin".into(),
                 probe: Some("p.json".into()),
                 out: Some("o".into()),
+                preset: Some("emusort".into()),
                 sets: vec![
                     ("Th_learned".into(), "7".into()),
                     ("nblocks".into(), "0".into())
@@ -538,6 +559,7 @@ mod tests {
             ("sort a --prob x", "unknown flag `--prob`"),
             ("sort a --set nblocks", "expected KEY=VALUE"),
             ("sort a --out x --out y", "--out given twice"),
+            ("sort a --preset x --preset y", "--preset given twice"),
             ("info", "info needs REC"),
             ("convert a b", "convert needs --to raw or --to zarr"),
             ("convert a --to raw", "missing OUT"),
@@ -575,6 +597,7 @@ mod tests {
     fn settings_are_applied_in_order_and_refused_with_the_pair() {
         let set = |line: &str| {
             settings(
+                None,
                 &line
                     .split_whitespace()
                     .map(|p| parse_set(p).unwrap())
@@ -586,6 +609,10 @@ mod tests {
         let error = set("Th_learnd=7").unwrap_err();
         assert!(error.starts_with("--set Th_learnd=7: "), "{error}");
         assert!(error.contains("unknown setting"), "{error}");
+        let emg = settings(Some("emusort"), &[("notch_hz".into(), "50".into())]).unwrap();
+        assert_eq!((emg.nskip, emg.notch_hz), (2, Some(50.0)));
+        let error = settings(Some("emu"), &[]).unwrap_err();
+        assert!(error.starts_with("--preset emu: "), "{error}");
     }
 
     #[test]

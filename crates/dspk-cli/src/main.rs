@@ -81,7 +81,8 @@ fn run() -> Result<(), Failure> {
         }
         Command::Convert(convert) => convert::convert(&convert)?,
         Command::Sort(sort) => {
-            let settings = args::settings(&sort.sets).map_err(Failure::Usage)?;
+            let settings =
+                args::settings(sort.preset.as_deref(), &sort.sets).map_err(Failure::Usage)?;
             sort::sort(&sort, settings)?;
         }
     }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use dspk::RecordingSource;
 use dspk::io::{ByteOrder, NpyArray, RawRecording, SampleOrder};
+use dspk::kilosort::SortProbe;
 use dspk::synapse::phy::PhyParams;
 use dspk::synapse::probe::{read_kilosort_json, read_kilosort_mat, read_prb, read_probeinterface};
 use dspk::synapse::spikeglx::SpikeGlxRecording;
@@ -219,6 +220,42 @@ pub fn sort_probe(
         )
         .into()),
     }
+}
+
+/// The channels to sort and where they came from: the probe of [`sort_probe`] against a
+/// recording of `num_channels` channels; or, when `line_pitch` is given (EMUsort's
+/// `line_probe_pitch`) and neither a file nor the recording names a probe, every channel in
+/// file order on EMUsort's line.
+///
+/// # Errors
+///
+/// As [`sort_probe`] (without `line_pitch`); a probe that names channels the recording lacks.
+pub fn sort_channels(
+    recording: &Path,
+    format: &str,
+    file: Option<&Path>,
+    num_channels: usize,
+    line_pitch: Option<f64>,
+) -> Result<(SortProbe, String), Box<dyn Error>> {
+    let found = match sort_probe(recording, format, file) {
+        Ok(found) => found,
+        Err(_) if file.is_none() && line_pitch.is_some() => {
+            let pitch = line_pitch.unwrap_or_default();
+            let line = SortProbe::line((0..num_channels).collect(), pitch)?;
+            return Ok((
+                line,
+                format!("no probe: all {num_channels} channels on a line {pitch} um apart"),
+            ));
+        }
+        Err(error) => return Err(error),
+    };
+    let (probe, from) = found;
+    let channels = SortProbe::from_probe(&probe, num_channels, &[])
+        .map_err(|e| format!("the probe from {from} and the recording: {e}"))?;
+    Ok((
+        channels,
+        format!("{} contacts, from {from}", probe.num_contacts()),
+    ))
 }
 
 /// The file a recording's samples are read from, where it is one file: a SpikeGLX `.bin`, a

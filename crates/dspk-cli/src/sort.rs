@@ -12,9 +12,9 @@ use dspk::kilosort::{Kilosort4, KilosortSettings, SortProbe};
 use dspk::synapse::phy::PhyParams;
 
 use crate::args::{SortArgs, default_out_dir};
-use crate::describe::{describe, describe_probe};
+use crate::describe::describe;
 use dspk_cli::progress::StageBars;
-use dspk_cli::recording::{open, phy_dat_file, sort_probe};
+use dspk_cli::recording::{open, phy_dat_file, sort_channels};
 
 /// Sorts `args.recording` with `settings` and writes the Phy folder; prints the recording, the
 /// device, a progress bar per stage, each stage's time and memory, and what was found.
@@ -34,9 +34,13 @@ pub(crate) fn sort(args: &SortArgs, settings: KilosortSettings) -> Result<(), Bo
         )
         .into());
     }
-    let (probe, probe_from) = sort_probe(&args.recording, &opened.format, args.probe.as_deref())?;
-    let channels = SortProbe::from_probe(&probe, info.num_channels(), &[])
-        .map_err(|e| format!("the probe from {probe_from} and the recording: {e}"))?;
+    let (channels, probe_from) = sort_channels(
+        &args.recording,
+        &opened.format,
+        args.probe.as_deref(),
+        info.num_channels(),
+        settings.line_probe_pitch,
+    )?;
     let out = args
         .out
         .clone()
@@ -51,7 +55,7 @@ pub(crate) fn sort(args: &SortArgs, settings: KilosortSettings) -> Result<(), Bo
         "{}",
         describe(&args.recording, &opened.format, opened.source.as_ref())
     );
-    println!("probe:     {}, from {probe_from}", describe_probe(&probe));
+    println!("probe:     {probe_from}");
     let target = ComputeTarget::from_env()?;
     let client = target.client()?;
     println!(
@@ -63,12 +67,15 @@ pub(crate) fn sort(args: &SortArgs, settings: KilosortSettings) -> Result<(), Bo
         channels.len(),
         out.display()
     );
+    let preset = args.preset.as_deref().unwrap_or("kilosort4");
     if !args.sets.is_empty() {
         let sets: Vec<String> = args.sets.iter().map(|(k, v)| format!("{k}={v}")).collect();
         println!(
-            "settings:  {} (the others Kilosort4's defaults)",
+            "settings:  {} (the others the {preset} preset's)",
             sets.join(", ")
         );
+    } else if args.preset.is_some() {
+        println!("settings:  the {preset} preset's");
     }
 
     let mut bars = StageBars::new();

@@ -66,10 +66,13 @@ pub fn unit_snr(sorting: &Sorting, fit: &PreprocessingFit) -> Result<Vec<f64>> {
 }
 
 /// Every unit's metrics and EMUsort score (`settings`: which factors and their parameters).
+/// A unit whose train the metrics refuse (a non-finite amplitude, amplitudes too close
+/// together for the cutoff's histogram) gets no metrics and no score rather than failing the
+/// sort.
 ///
 /// # Errors
 ///
-/// As [`unit_snr`] and [`unit_metrics`].
+/// As [`unit_snr`]; [`Error::Setting`] for settings [`ScoreSettings::validate`] refuses.
 pub fn unit_scores(
     sorting: &Sorting,
     fit: &PreprocessingFit,
@@ -88,7 +91,8 @@ pub fn unit_scores(
         times[u as usize].push(u64::try_from(t).unwrap_or(0));
         amplitudes[u as usize].push(a);
     }
-    (0..units)
+    settings.validate()?;
+    Ok((0..units)
         .map(|u| {
             unit_metrics(
                 &times[u],
@@ -98,6 +102,17 @@ pub fn unit_scores(
                 sorting.num_samples,
                 settings,
             )
+            .unwrap_or(UnitMetrics {
+                num_spikes: times[u].len(),
+                rp_violations: 0,
+                rp_contamination: None,
+                presence_ratio: None,
+                amplitude_cutoff: None,
+                firing_rate: None,
+                firing_range: None,
+                snr: snr[u],
+                score: None,
+            })
         })
-        .collect()
+        .collect())
 }

@@ -114,6 +114,11 @@ pub struct KilosortSettings {
     pub notch_hz: Option<f64>,
     /// Ours: quality factor of the notch (`scipy.signal.iirnotch`'s `Q`; EMUsort: 30).
     pub notch_q: f64,
+    /// Ours: report each unit's spike times where its template peaks (largest magnitude) on
+    /// its best channel, in the recording's own time base (before channel delays), instead of
+    /// at the template's trough index `nt0min` on the delay-aligned channels (EMUsort's
+    /// times). The ground truth of EMG benchmarks is this peak.
+    pub peak_spike_times: bool,
     /// Ours: sort the channels as one column this many µm apart in channel order, whatever
     /// the probe says (EMUsort's convention for EMG arrays: 2 µm, so every channel is its own
     /// template centre row); `None`: the probe's positions.
@@ -196,6 +201,7 @@ impl Default for KilosortSettings {
             notch_hz: None,
             notch_q: 30.0,
             line_probe_pitch: None,
+            peak_spike_times: false,
             templates_file: None,
             templates_seed: 1,
             resident_bytes: None,
@@ -219,10 +225,15 @@ impl KilosortSettings {
     /// EMUsort 1.1.0's defaults for intramuscular EMG (`docs/KILOSORT4.md` §10.2): 9
     /// universal templates and PCs, `nskip` 2 (whitening, clip batches and channel delays),
     /// thresholds `[6, 9, 12, 15]` pooled, no common reference, no drift correction, spikes
-    /// within 0.5 ms one spike, a 250-5000 Hz fifth-order band-pass and a 60 Hz notch (Q 30)
-    /// in front of Kilosort's own high-pass, channel delays removed, HDBSCAN outlier removal
-    /// of clips scaled by one scalar, alignment summed over channels, the channels on one
-    /// column 2 µm apart.
+    /// within 0.5 ms one spike, a 250-5000 Hz fifth-order band-pass in front of Kilosort's own
+    /// high-pass, channel delays removed, HDBSCAN outlier removal of clips scaled by one
+    /// scalar, alignment summed over channels, the channels on one column 2 µm apart; spike
+    /// times at each unit's peak on its best channel.
+    ///
+    /// EMUsort also notches 60 Hz (Q 30) after the band-pass; here that is `notch_hz`, off in
+    /// the preset: behind the band-pass and the high-pass, 60 Hz is already attenuated by
+    /// about 200 dB and the notch moves the pass band by about 1e-5, while its poles (radius
+    /// 1 - 2e-4) need a halo of about 88 000 samples a side (`docs/decisions/0006`).
     #[must_use]
     pub fn emusort() -> Self {
         Self {
@@ -244,9 +255,10 @@ impl KilosortSettings {
             cluster_downsampling: 20,
             bandpass: Some([250.0, 5000.0]),
             bandpass_order: 5,
-            notch_hz: Some(60.0),
+            notch_hz: None,
             notch_q: 30.0,
             line_probe_pitch: Some(2.0),
+            peak_spike_times: true,
             ..Self::default()
         }
     }

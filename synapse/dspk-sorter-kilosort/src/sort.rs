@@ -96,10 +96,11 @@ impl Kilosort4 {
     /// every pass and at the start and end of each host stage. A recording without spikes gives
     /// an empty sorting.
     ///
-    /// With channel delays removed (EMUsort), spikes are found on the delay-aligned channels
-    /// and each unit's spike times are then moved back by its best channel's delay: the times
-    /// are those of the spike's peak on that channel in the recording, not on the aligned
-    /// channels as EMUsort reports them (`docs/KILOSORT4.md` §10.1.1).
+    /// With `peak_spike_times` (EMUsort's preset), each unit's spike times are then moved to
+    /// its template's peak on its best channel and back by that channel's delay (when channel
+    /// delays are removed): the times of the spike's peak in the recording, not of the
+    /// template's trough index on the delay-aligned channels as EMUsort reports them
+    /// (`docs/KILOSORT4.md` §10.1.1).
     ///
     /// # Errors
     ///
@@ -243,11 +244,12 @@ impl Kilosort4 {
             info.num_samples,
             settings,
         )?;
-        if fit.delays.is_some() {
+        if settings.peak_spike_times {
             let shifts: Vec<i64> = sorting
                 .best_channels()
                 .iter()
-                .map(|&c| fit.delay(c))
+                .zip(sorting.peak_offsets())
+                .map(|(&c, offset)| offset + fit.delay(c))
                 .collect();
             sorting.shift_unit_times(&shifts)?;
         }
