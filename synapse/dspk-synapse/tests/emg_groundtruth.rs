@@ -1,4 +1,6 @@
-//! The EMG-like ground-truth generator and lag-aligned scoring.
+//! The EMG-like ground-truth generator and lag-aligned scoring (lags checked against the
+//! benchmark scorer's, `tests/reference/lag_alignment.json`, made by
+//! `tests/reference/make_lag_alignment.py`).
 
 use dspk_core::test_util::check_recording_source;
 use dspk_core::{RecordingSource, SampleRate};
@@ -563,4 +565,70 @@ fn zero_max_lag_leaves_trains_unchanged() {
     assert!(aligned.lags.iter().all(|l| l.lag_samples == 0));
     assert!(align_lags(&gt, &sorted, rate, -1.0, 0.4).is_err());
     assert!(align_lags(&gt, &sorted, rate, 1.0, f64::NAN).is_err());
+}
+
+#[test]
+fn lag_alignment_matches_the_benchmark_scorer() {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reference/lag_alignment.json");
+    let reference: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let samples = |value: &serde_json::Value| -> Vec<i64> {
+        value
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_i64().unwrap())
+            .collect()
+    };
+    let cases = reference["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 3);
+    for (n, case) in cases.iter().enumerate() {
+        let gt =
+            SpikeTrains::from_labels(&samples(&case["gt_samples"]), &samples(&case["gt_labels"]))
+                .unwrap();
+        let sorted = SpikeTrains::from_labels(
+            &samples(&case["sorted_samples"]),
+            &samples(&case["sorted_labels"]),
+        )
+        .unwrap();
+        let rate = SampleRate::from_hz(case["sample_rate_hz"].as_f64().unwrap() as u64).unwrap();
+        let aligned = align_lags(
+            &gt,
+            &sorted,
+            rate,
+            case["max_lag_ms"].as_f64().unwrap(),
+            case["delta_ms"].as_f64().unwrap(),
+        )
+        .unwrap();
+        let expected = case["lags"].as_array().unwrap();
+        assert_eq!(aligned.lags.len(), expected.len());
+        for (j, (lag, want)) in aligned.lags.iter().zip(expected).enumerate() {
+            let what = format!("case {n}, cluster {}", want["cluster"]);
+            assert_eq!(sorted.ids()[j], want["cluster"].to_string(), "{what}");
+            assert_eq!(
+                lag.lag_samples,
+                want["lag_samples"].as_i64().unwrap(),
+                "{what}"
+            );
+            let unit = want["gt_unit"].as_i64().unwrap();
+            assert_eq!(
+                lag.gt_unit.map(|u| gt.ids()[u].clone()),
+                (unit >= 0).then(|| unit.to_string()),
+                "{what}"
+            );
+            assert_eq!(
+                lag.coincidences,
+                want["coincidences"].as_u64().unwrap(),
+                "{what}"
+            );
+            assert_eq!(lag.clamped, 0);
+            let shifted: Vec<i64> = sorted
+                .train(j)
+                .iter()
+                .map(|t| t - lag.lag_samples)
+                .collect();
+            assert_eq!(aligned.trains.train(j), shifted, "{what}");
+        }
+    }
 }
