@@ -551,21 +551,18 @@ impl EmgRecording {
     /// expected spikes or more than [`MAX_EMG_VALUES`] stored values.
     pub fn generate(config: &EmgConfig) -> Result<Self> {
         let layout = config.layout()?;
+        let thresholds = firing::thresholds(config, &mut stream(config.seed, STREAM_THRESHOLDS));
         let units::Units {
             units,
             templates,
             template_len,
             template_center,
-        } = units::draw(config, &layout, &mut stream(config.seed, STREAM_UNITS));
-        let thresholds = firing::thresholds(config, &mut stream(config.seed, STREAM_THRESHOLDS));
-        let units: Vec<EmgUnit> = units
-            .into_iter()
-            .zip(&thresholds)
-            .map(|(unit, &recruitment_threshold)| EmgUnit {
-                recruitment_threshold,
-                ..unit
-            })
-            .collect();
+        } = units::draw(
+            config,
+            &layout,
+            &thresholds,
+            &mut stream(config.seed, STREAM_UNITS),
+        );
         let margin = template_center as i64;
         let kept = firing::Span {
             first: margin,

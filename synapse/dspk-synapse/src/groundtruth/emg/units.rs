@@ -24,7 +24,7 @@ const TRIM_FRACTION: f64 = 1e-4;
 
 /// Drawn units with their templates.
 pub(super) struct Units {
-    /// The units (recruitment thresholds still 0).
+    /// The units.
     pub(super) units: Vec<EmgUnit>,
     /// `units x template_len x channels`, µV.
     pub(super) templates: Vec<f64>,
@@ -99,8 +99,14 @@ fn argmax(values: &[f64]) -> usize {
     best
 }
 
-/// Draws every unit and builds its template (see the module documentation of `emg`).
-pub(super) fn draw(config: &EmgConfig, layout: &Layout, random: &mut SplitMix64) -> Units {
+/// Draws every unit and builds its template (the model is documented on
+/// [`EmgRecording`](super::EmgRecording)); `thresholds` are the units' recruitment thresholds.
+pub(super) fn draw(
+    config: &EmgConfig,
+    layout: &Layout,
+    thresholds: &[f64],
+    random: &mut SplitMix64,
+) -> Units {
     let (channels, count) = (config.channels, config.units);
     let per_ms = layout.per_ms();
     let span = (channels - 1) as f64 * config.pitch_mm;
@@ -298,7 +304,7 @@ pub(super) fn draw(config: &EmgConfig, layout: &Layout, random: &mut SplitMix64)
                 velocity_m_s: velocities[u],
                 best_channel: best[u],
                 delays_samples: delays[u].clone(),
-                recruitment_threshold: 0.0,
+                recruitment_threshold: thresholds[u],
             }
         })
         .collect();
