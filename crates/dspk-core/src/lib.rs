@@ -9,7 +9,8 @@
 //! - [`ChunkSchedule`] cuts a recording into [`HaloWindow`]s whose valid ranges tile it, with
 //!   halos for context and an owner-only rule so events are never reported twice.
 //! - [`WindowLoader`] reads window i+1 on a background thread while the caller works on
-//!   window i, with exactly two buffers circulating.
+//!   window i, with exactly two buffers circulating; sources that allow it
+//!   ([`ConcurrentReads`]) have each window read by a few threads at once.
 //! - [`rng::SplitMix64`] is the seeded generator of synthetic data and tests.
 //! - [`ComputeTarget`] picks a CubeCL runtime (`DSPK_RUNTIME=wgpu|cuda|hip|cpu`) among those
 //!   compiled in and opens its client.

@@ -52,8 +52,8 @@ pub struct LoaderOptions {
     pub threads: Option<NonZeroUsize>,
     /// Whether to call [`RecordingSource::will_read`] on the next window while reading one
     /// (file readers then ask the system to start reading it into the page cache). Off by
-    /// default: on the development machine (2 cores, a virtual disk) the hint cost more than
-    /// it saved (the loader alone from the disk, one thread: 0.60 against 0.73 GB/s); the
+    /// default until it is shown to help: on the development machine (2 busy cores, a virtual
+    /// disk) runs from the disk with and without it differed by up to 20 % either way; the
     /// loader bench (`benches/loader.rs`) measures both.
     pub read_ahead: bool,
 }
