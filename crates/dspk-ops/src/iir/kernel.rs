@@ -18,9 +18,10 @@
 //! `padtype="odd"`), optionally in reverse order; outputs are written where
 //! `position - out_offset` falls in the output, every `out_stride`-th one (decimation).
 //! State per section in increment form (see `plan.rs`, coefficients `[d, c0, c1, e00, e01,
-//! e10, e11]`): `y = d u + c0 x0 + c1 x1; x0 += e00 x0 + e01 x1 + u; x1 += e10 x0 + e11 x1`,
-//! and the scan adds `(P - I) s` rather than multiplying by `P`, so poles near `z = 1` keep
-//! their distance to 1 in `f32`.
+//! e10, e11, g0, g1]`): `y = d u + c0 x0 + c1 x1; x0 += e00 x0 + e01 x1 + g0 u;
+//! x1 += e10 x0 + e11 x1 + g1 u`, the additions to the states compensated (Kahan), and the
+//! scan adds `(P - I) s` rather than multiplying by `P`, so poles near `z = 1` keep their
+//! distance to 1 in `f32` and slowly changing states do not drift.
 
 use cubecl::prelude::*;
 
@@ -49,13 +50,30 @@ fn virtual_position(v: u32, virtual_len: u32, #[comptime] reverse: bool) -> u32 
     if reverse { virtual_len - 1 - v } else { v }
 }
 
-/// Coefficients per section (`[d, c0, c1, e00, e01, e10, e11]`).
-const COEFS: usize = 7;
+/// Coefficients per section (`[d, c0, c1, e00, e01, e10, e11, g0, g1]`).
+const COEFS: usize = 9;
+
+/// `x += dx` with Kahan's compensation: `comp` carries what the rounding of earlier additions
+/// lost, so a state near `z = 1` (large, changing by small increments) does not drift by one
+/// rounding per sample.
+#[cube]
+fn add_compensated(x: &mut Array<f32>, comp: &mut Array<f32>, i: usize, dx: f32) {
+    let y = dx - comp[i];
+    let t = x[i] + y;
+    comp[i] = (t - x[i]) - y;
+    x[i] = t;
+}
 
 /// One sample `u` through the cascade (`coef`: [`COEFS`] per section; `z`: the two states per
-/// section, updated); returns the last section's output.
+/// section and `comp` their compensations, updated); returns the last section's output.
 #[cube]
-fn cascade(u: f32, coef: &Array<f32>, z: &mut Array<f32>, #[comptime] sections: usize) -> f32 {
+fn cascade(
+    u: f32,
+    coef: &Array<f32>,
+    z: &mut Array<f32>,
+    comp: &mut Array<f32>,
+    #[comptime] sections: usize,
+) -> f32 {
     let mut u = u;
     #[unroll]
     for s in 0..sections {
@@ -63,8 +81,10 @@ fn cascade(u: f32, coef: &Array<f32>, z: &mut Array<f32>, #[comptime] sections: 
         let x0 = z[2 * s];
         let x1 = z[2 * s + 1];
         let y = coef[c] * u + coef[c + 1] * x0 + coef[c + 2] * x1;
-        z[2 * s] = x0 + (coef[c + 3] * x0 + coef[c + 4] * x1 + u);
-        z[2 * s + 1] = x1 + (coef[c + 5] * x0 + coef[c + 6] * x1);
+        let d0 = coef[c + 3] * x0 + coef[c + 4] * x1 + coef[c + 7] * u;
+        let d1 = coef[c + 5] * x0 + coef[c + 6] * x1 + coef[c + 8] * u;
+        add_compensated(z, comp, 2 * s, d0);
+        add_compensated(z, comp, 2 * s + 1, d1);
         u = y;
     }
     u
@@ -135,8 +155,10 @@ pub(super) fn sos_blocks(
             coef[i] = coefs[i];
         }
         let mut z = Array::<f32>::new(2 * sections);
+        let mut comp = Array::<f32>::new(2 * sections);
         #[unroll]
         for i in 0..2 * sections {
+            comp[i] = f32::new(0.0);
             if finish {
                 z[i] = states[state_base + i];
             } else {
@@ -157,7 +179,7 @@ pub(super) fn sos_blocks(
             }
             #[unroll]
             for k in 0..CHUNK {
-                let y = cascade(x[k as usize], &coef, &mut z, sections);
+                let y = cascade(x[k as usize], &coef, &mut z, &mut comp, sections);
                 if finish {
                     let position = virtual_position(v + k, virtual_len, reverse);
                     write_output(dst, dst_base, position, out_offset, out_stride, out_len, y);
@@ -168,7 +190,7 @@ pub(super) fn sos_blocks(
         for v in chunked_end..end {
             let position = virtual_position(v, virtual_len, reverse);
             let u = read_virtual(src, src_base, src_len, pad, position);
-            let y = cascade(u, &coef, &mut z, sections);
+            let y = cascade(u, &coef, &mut z, &mut comp, sections);
             if finish {
                 write_output(dst, dst_base, position, out_offset, out_stride, out_len, y);
             }
@@ -185,11 +207,12 @@ pub(super) fn sos_blocks(
 
 /// One block of the scan: `next` receives the state at the block's start (`s` on entry) and
 /// `s` becomes `s + (p s + z[offset..offset + dim])`, the state at the block's end (`p` is
-/// `P - I`).
+/// `P - I`; the additions compensated through `comp`).
 #[cube]
 fn scan_step(
     p: &Array<f32>,
     s: &mut Array<f32>,
+    comp: &mut Array<f32>,
     next: &mut Array<f32>,
     z: &Array<f32>,
     offset: usize,
@@ -197,7 +220,7 @@ fn scan_step(
 ) {
     #[unroll]
     for i in 0..dim {
-        next[i] = s[i];
+        next[i] = s[i] - comp[i];
     }
     #[unroll]
     for i in 0..dim {
@@ -206,7 +229,7 @@ fn scan_step(
         for k in 0..dim {
             acc += p[i * dim + k] * next[k];
         }
-        s[i] = next[i] + acc;
+        add_compensated(s, comp, i, acc);
     }
 }
 
@@ -241,10 +264,12 @@ pub(super) fn sos_scan(
         let src_base = channel * usize::cast_from(src_len);
         let x0 = read_virtual(src, src_base, src_len, pad, first_position);
         let mut s = Array::<f32>::new(dim);
+        let mut comp = Array::<f32>::new(dim);
         let mut next = Array::<f32>::new(dim);
         #[unroll]
         for i in 0..dim {
             s[i] = initial[i] * x0;
+            comp[i] = f32::new(0.0);
         }
         let mut p = Array::<f32>::new(dim * dim);
         #[unroll]
@@ -266,7 +291,7 @@ pub(super) fn sos_scan(
             }
             #[unroll]
             for j in 0..group {
-                scan_step(&p, &mut s, &mut next, &z, j * dim, dim);
+                scan_step(&p, &mut s, &mut comp, &mut next, &z, j * dim, dim);
                 #[unroll]
                 for i in 0..dim {
                     states[base + j * dim + i] = next[i];
@@ -279,7 +304,7 @@ pub(super) fn sos_scan(
             for i in 0..dim {
                 z[i] = states[base + i];
             }
-            scan_step(&p, &mut s, &mut next, &z, 0, dim);
+            scan_step(&p, &mut s, &mut comp, &mut next, &z, 0, dim);
             #[unroll]
             for i in 0..dim {
                 states[base + i] = next[i];
