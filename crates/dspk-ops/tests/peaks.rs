@@ -377,3 +377,28 @@ fn capacity_and_bad_arguments() {
         assert!(detector.peaks(client).unwrap().is_empty());
     });
 }
+
+/// `-0.0` and `+0.0` are one height: of two zero peaks closer than `distance`, the earlier
+/// wins whichever sign each zero has (scipy compares values, and `-0.0 == 0.0`).
+#[test]
+fn signed_zeros_are_one_height() {
+    for_each_runtime(|target, client| {
+        for (polarity, sign) in [(Polarity::Positive, 1.0f32), (Polarity::Negative, -1.0)] {
+            for (first, second) in [(-0.0f32, 0.0f32), (0.0, -0.0)] {
+                let x: Vec<f32> = [-1.0, first, -1.0, -1.0, second, -1.0, -1.0]
+                    .iter()
+                    .map(|v| sign * v)
+                    .collect();
+                let input = DeviceArray::from_host(client, &x, 1, x.len()).unwrap();
+                let options = PeakOptions {
+                    polarity,
+                    distance: 4,
+                    ..PeakOptions::default()
+                };
+                let peaks = find_peaks(client, &input, &options, 8).unwrap();
+                let samples: Vec<u64> = peaks.iter().map(|p| p.sample).collect();
+                assert_eq!(samples, [1], "{target} {polarity:?} {x:?}");
+            }
+        }
+    });
+}

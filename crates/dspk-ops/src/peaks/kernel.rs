@@ -29,8 +29,9 @@ pub(super) fn clear(keys: &mut [u32], values: u32) {
 /// `scipy.signal.find_peaks` finds them: a flat run `v[l] == .. == v[r]` with `v[l - 1] < v[l]`
 /// and `v[r + 1] < v[r]` (`1 <= l`, `r + 1 <= samples - 1`) is one peak at `(l + r) / 2`.
 /// Unit `(c, s)` checks whether `s` is the left end `l` of such a run and then walks to its
-/// right end, so each flat run is walked once. The peak's key ([`order_key`] of `v + 0`, so
-/// `-0` and `+0` are one value; never 0) goes to `keys[c, (l + r) / 2]`.
+/// right end, so each flat run is walked once. The peak's key ([`order_key`] of `v`, with
+/// `-0` keyed as `+0` so that the two are one height as scipy compares them; never 0) goes to
+/// `keys[c, (l + r) / 2]`.
 ///
 /// NaN compares false, so NaN samples are never peaks and neither are their neighbours (as
 /// scipy). Each NaN sample in `owned_start..owned_end`, and each channel whose threshold is
@@ -83,7 +84,13 @@ pub(super) fn mark(
                     _ => v >= threshold,
                 };
                 if signed(input[row + ahead], negative) < v && high_enough {
-                    keys[row + (s + ahead - 1) / 2] = order_key(v + 0.0);
+                    // `v + 0.0` would turn -0 into +0 in IEEE arithmetic, but shader compilers
+                    // may fold it to `v` (measured on lavapipe); a comparison cannot be folded.
+                    let mut height = v;
+                    if v == 0.0 {
+                        height = 0.0;
+                    }
+                    keys[row + (s + ahead - 1) / 2] = order_key(height);
                 }
             }
         }
