@@ -263,3 +263,37 @@ fn bad_arguments_are_refused() {
         );
     });
 }
+
+/// `channel_std` with offsets of `1e3` to `1e6` times the spread: within `1e-5` relative up to
+/// `1e4`, and beyond within the documented `1e-5 + (offset / std * 2^-24)^2` (the mean rounded
+/// to `f32` before the second pass), against an `f64` two-pass std of the same `f32` values.
+#[test]
+fn channel_std_with_large_offsets_within_documented_bound() {
+    for_each_runtime(|target, client| {
+        let samples = 4099;
+        let mut rng = Rng::new(17);
+        let noise: Vec<f64> = (0..samples).map(|_| rng.uniform(-1.0, 1.0)).collect();
+        for ratio in [1e3f64, 1e4, 1e5, 1e6] {
+            // spread 1, offset `ratio`, plus a fraction so the mean is not an f32 value
+            let x: Vec<f32> = noise.iter().map(|v| (ratio + 0.3 + v) as f32).collect();
+            let xs: Vec<f64> = x.iter().map(|&v| f64::from(v)).collect();
+            let mean = xs.iter().sum::<f64>() / samples as f64;
+            let var = xs.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / samples as f64;
+            let input = DeviceArray::from_host(client, &x, 1, samples).unwrap();
+            let std = f64::from(channel_std(client, &input).unwrap()[0]);
+            let relative = (std - var.sqrt()).abs() / var.sqrt();
+            let bound = 1e-5 + (ratio / var.sqrt() * 2f64.powi(-24)).powi(2);
+            eprintln!("{target} offset/std {ratio:e}: relative error {relative:.2e}");
+            assert!(
+                relative <= bound,
+                "{target} offset/std {ratio:e}: relative error {relative:.2e} over {bound:.2e}"
+            );
+            if ratio <= 1e4 {
+                assert!(
+                    relative <= 1e-5,
+                    "{target} offset/std {ratio:e}: {relative:.2e}"
+                );
+            }
+        }
+    });
+}
