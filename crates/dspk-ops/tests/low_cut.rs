@@ -100,7 +100,7 @@ impl Case {
             meta[5] as usize,
         );
         let family = if kind < 2.0 { "butter" } else { "cheby1" };
-        let band = if kind as usize % 2 == 0 {
+        let band = if (kind as usize).is_multiple_of(2) {
             "highpass"
         } else {
             "bandpass"
@@ -309,5 +309,49 @@ fn low_cut_full_sweep() {
         }
         eprintln!("worst error {worst:.3e} of the output's peak");
         assert!(worst <= BOUND, "worst {worst:.3e} over the bound {BOUND:e}");
+    });
+}
+
+/// Time of the spike sorter's filters on a 384 x 60 000 window (the median of three runs
+/// after a warm-up), for decision 0006's before/after figures:
+/// `cargo test --release --test low_cut -- --ignored --nocapture sorter_filter_timing`.
+#[test]
+#[ignore = "timing, run by hand in release"]
+fn sorter_filter_timing() {
+    use dspk_ops::design::{Band, butter, iirnotch};
+    for_each_runtime(|_, client| {
+        let (channels, samples) = (384, 60_000);
+        let x: Vec<f32> = (0..channels * samples)
+            .map(|i| 500.0 + 30.0 * ((i % samples) as f32 * 0.01).sin())
+            .collect();
+        let input = DeviceArray::from_host(client, &x, channels, samples).unwrap();
+        let output = DeviceArray::empty(client, channels, samples).unwrap();
+        let filters = [
+            (
+                "3rd-order 300 Hz high-pass",
+                butter(3, Band::Highpass(300.0), FS),
+            ),
+            (
+                "5th-order 250-5000 Hz band-pass",
+                butter(5, Band::Bandpass(250.0, 5000.0), FS),
+            ),
+            ("60 Hz notch (Q 30)", iirnotch(60.0, 30.0, FS)),
+        ];
+        for (name, sos) in filters {
+            let mut filter = SosFilter::zero_phase(&sos.unwrap()).unwrap();
+            let mut times = Vec::new();
+            for _ in 0..4 {
+                let started = std::time::Instant::now();
+                filter.run(client, &input, &output).unwrap();
+                output.to_host(client).unwrap();
+                times.push(started.elapsed().as_secs_f64() * 1e3);
+            }
+            let mut runs = times[1..].to_vec();
+            runs.sort_by(f64::total_cmp);
+            eprintln!(
+                "{name}, zero phase, {channels} x {samples}: {:.0} ms",
+                runs[1]
+            );
+        }
     });
 }

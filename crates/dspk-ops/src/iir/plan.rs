@@ -182,10 +182,11 @@ fn gramian(e: [[f64; 2]; 2], q: [[f64; 2]; 2]) -> Option<[[f64; 2]; 2]> {
         if m[col][col] == 0.0 {
             return None;
         }
-        for row in col + 1..3 {
-            let f = m[row][col] / m[col][col];
-            for k in col..4 {
-                m[row][k] -= f * m[col][k];
+        let pivot_row = m[col];
+        for row in &mut m[col + 1..] {
+            let f = row[col] / pivot_row[col];
+            for (value, above) in row.iter_mut().zip(pivot_row).skip(col) {
+                *value -= f * above;
             }
         }
     }
