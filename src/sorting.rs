@@ -52,6 +52,12 @@ pub fn sort(
     for stage in &output.stages {
         println!("stage      {stage}");
     }
+    if let Some(delays) = &output.fit.delays {
+        println!(
+            "delays:    {:?} samples, removed from each channel (reference channel {})",
+            delays.delays, delays.reference
+        );
+    }
     let sorting = &output.sorting;
     let good = sorting
         .labels

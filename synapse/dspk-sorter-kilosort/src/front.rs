@@ -59,8 +59,9 @@ pub struct FrontHalf {
     pub spikes: Spikes,
     /// The universal templates detection used.
     pub templates: UniversalTemplates,
-    /// The preprocessing fit: offsets, whitening, channel noise, channel delays.
-    pub fit: PreprocessingFit,
+    /// The preprocessing fit: offsets, whitening, channel noise, channel delays (the one
+    /// [`RunOptions::fit`] gave, when it gave one).
+    pub fit: Arc<PreprocessingFit>,
     /// The template centres.
     pub centres: TemplateCentres,
     /// The drift estimate (`None` with `nblocks = 0`).
@@ -162,7 +163,7 @@ pub fn front_half(
 
     // Whitening and channel delays (both on the unwhitened windows).
     let fit = match reused {
-        Some(fit) => PreprocessingFit::clone(&fit),
+        Some(fit) => fit,
         None => {
             let (whitening, channel_std, pass) =
                 fit_whitening(client, &mut windows, probe, settings, progress)?;
@@ -175,13 +176,13 @@ pub fn front_half(
             } else {
                 None
             };
-            PreprocessingFit {
+            Arc::new(PreprocessingFit {
                 offsets,
                 whitening,
                 channel_std,
                 delays,
                 key,
-            }
+            })
         }
     };
     let sparse = Whitener::sparse(client, &fit.whitening)?;
@@ -528,7 +529,29 @@ fn estimate_delays(
             ),
         });
     }
-    Ok((estimator.finish()?, report))
+    let delays = estimator.finish()?;
+    if all_channels_alike(&delays, channels) {
+        return Err(Error::Input {
+            what: "channel delays",
+            reason: format!(
+                "all {channels} channels carry the same signal (every pair correlates as a \
+                 channel with itself, at lag 0): there are no delays to estimate"
+            ),
+        });
+    }
+    Ok((delays, report))
+}
+
+/// Whether every pair of channels correlates as each channel does with itself, at lag 0:
+/// the same signal on every channel (to float rounding).
+fn all_channels_alike(delays: &ChannelDelays, channels: usize) -> bool {
+    (0..channels).all(|a| {
+        let own = delays.peak[a * channels + a];
+        (0..channels).all(|b| {
+            let i = a * channels + b;
+            delays.lag[i] == 0 && (delays.peak[i] - own).abs() <= 1e-6 * own.abs()
+        })
+    })
 }
 
 /// Universal templates from harvested clips as `settings` say: scaled per clip or globally,

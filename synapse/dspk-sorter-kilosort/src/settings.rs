@@ -232,7 +232,7 @@ impl KilosortSettings {
     ///
     /// EMUsort also notches 60 Hz (Q 30) after the band-pass; here that is `notch_hz`, off in
     /// the preset: behind the band-pass and the high-pass, 60 Hz is already attenuated by
-    /// about 200 dB and the notch moves the pass band by about 1e-5, while its poles (radius
+    /// about 200 dB and the notch lowers the pass band by less than 1e-4, while its poles (radius
     /// 1 - 2e-4) need a halo of about 88 000 samples a side (`docs/decisions/0006`).
     #[must_use]
     pub fn emusort() -> Self {

@@ -264,7 +264,7 @@ impl Kilosort4 {
         Ok(SortOutput {
             sorting,
             stages,
-            fit: Arc::new(fit),
+            fit,
             units,
             drift,
             templates,

@@ -130,7 +130,11 @@ pub fn run_sweep(
     if runs.is_empty() || devices.is_empty() {
         return Err(Error::Setting {
             name: "sweep",
-            reason: format!("{} runs on {} devices: nothing to do", runs.len(), devices.len()),
+            reason: format!(
+                "{} runs on {} devices: nothing to do",
+                runs.len(),
+                devices.len()
+            ),
         });
     }
     let info = source.info().clone();
@@ -157,10 +161,10 @@ pub fn run_sweep(
                         let Some(&i) = phase.get(next.fetch_add(1, Ordering::Relaxed)) else {
                             break;
                         };
-                        let fit = fits
-                            .lock()
-                            .ok()
-                            .and_then(|f| f.iter().find(|(k, _)| *k == keys[i]).map(|e| e.1.clone()));
+                        let fit = fits.lock().ok().and_then(|fits| {
+                            let (_, fit) = fits.iter().find(|(key, _)| *key == keys[i])?;
+                            Some(fit.clone())
+                        });
                         let run_options = RunOptions {
                             fit: fit.clone(),
                             target: device.target.or(options.target),
@@ -171,7 +175,10 @@ pub fn run_sweep(
                             .with_options(run_options)
                             .with_threads(threads)
                             .run(&device.client, source.clone(), probe, &mut |p| {
-                                progress(SweepProgress { run: i, progress: p });
+                                progress(SweepProgress {
+                                    run: i,
+                                    progress: p,
+                                });
                             });
                         if let (Ok(output), Ok(mut fits)) = (&outcome, fits.lock())
                             && fit.is_none()
@@ -239,10 +246,7 @@ pub fn sweep_grid(
         if grid.len() * values.len() > 1000 {
             return Err(Error::Setting {
                 name: "sweep",
-                reason: format!(
-                    "{} combinations: at most 1000",
-                    grid.len() * values.len()
-                ),
+                reason: format!("{} combinations: at most 1000", grid.len() * values.len()),
             });
         }
         let mut next = Vec::with_capacity(grid.len() * values.len());
@@ -266,8 +270,14 @@ mod tests {
     fn grids_combine_axes_and_refuse_bad_ones() {
         let base = KilosortSettings::emusort();
         let axes = vec![
-            ("Th_universal".to_string(), vec!["7".to_string(), "9".to_string()]),
-            ("Th_learned".to_string(), vec!["6".into(), "7".into(), "8".into()]),
+            (
+                "Th_universal".to_string(),
+                vec!["7".to_string(), "9".to_string()],
+            ),
+            (
+                "Th_learned".to_string(),
+                vec!["6".into(), "7".into(), "8".into()],
+            ),
         ];
         let grid = sweep_grid(&base, &axes).unwrap();
         assert_eq!(grid.len(), 6);

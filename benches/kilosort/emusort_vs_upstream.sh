@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Upstream EMUsort 1.1.0 (Kilosort 4.0.18) and dspk's EMUsort preset on the same EMG-like
+# ground-truth recordings, on the same machine in the same run, both scored by the bench tools'
+# score.py from their Phy folders: strictly (spikes within 0.4 ms of the truth) and with one
+# constant lag per sorted unit within +-3 ms (`--max-lag-ms 3`, as upstream's figures are
+# scored). The figures of docs/ACCURACY.md and docs/PERFORMANCE.md for EMUsort come from this
+# script's output.
+#
+#   benches/kilosort/emusort_vs_upstream.sh BENCH_TOOLS EMUSORT_BINARY WORK_DIR [CASE...]
+#
+# BENCH_TOOLS: the folder with gen_emg_ground_truth.py, run_emusort.py, score.py and the wheels
+# requirements-offline-emusort.txt lists (wheels-cp312/); EMUSORT_BINARY: a release build of
+# `examples/emusort.rs` with the cuda runtime; WORK_DIR: where recordings and outputs go. Cases
+# (default all): emg16 (16 channels, 60 s, 8 units, seed 1: upstream's published case),
+# emg16s (the same with one shared delay profile), emg32 (32 channels, 180 s, 16 units, seed 2,
+# the drive ramping to full: longer and denser).
+set -euo pipefail
+BENCH=$(realpath "$1")
+SORT=$(realpath "$2")
+WORK=$3
+shift 3
+CASES_RUN=("${@:-emg16 emg16s emg32}")
+mkdir -p "$WORK"
+WORK=$(realpath "$WORK")
+
+SITE=$(mktemp -d)
+python3 -m pip install -q --no-index --no-deps --no-compile --ignore-requires-python \
+  --find-links "$BENCH/wheels-cp312" --target "$SITE" -r "$BENCH/requirements-offline-emusort.txt"
+export PYTHONPATH="$SITE"
+
+declare -A CASES=(
+  [emg16]="--channels 16 --units 8 --duration 60 --seed 1"
+  [emg16s]="--channels 16 --units 8 --duration 60 --seed 1 --delay-mode shared"
+  [emg32]="--channels 32 --units 16 --duration 180 --seed 2"
+)
+
+# shellcheck disable=SC2068
+for case in ${CASES_RUN[@]}; do
+  dir="$WORK/$case"
+  if [ ! -f "$dir/recording.bin" ]; then
+    # shellcheck disable=SC2086
+    python3 "$BENCH/gen_emg_ground_truth.py" --out "$dir" ${CASES[$case]} > "$dir.gen.log" 2>&1
+  fi
+  # dspk's raw sidecar for recording.bin, from the bench's recording.json (no probe: the
+  # EMUsort preset sorts the channels on its line).
+  python3 - "$dir" <<'PY'
+import json, sys, pathlib
+d = pathlib.Path(sys.argv[1])
+m = json.loads((d / "recording.json").read_text())
+side = {
+    "format": "dspk-raw", "version": 1, "data_file": "recording.bin", "dtype": "<i2",
+    "order": "interleaved", "header_bytes": 0, "sample_rate": str(m["sample_rate_hz"]),
+    "channels": [{"name": str(c), "gain": m["gain_uv_per_count"], "offset": m["offset_uv"],
+                  "unit": "uV"} for c in range(m["n_channels"])],
+}
+(d / "recording.bin.json").write_text(json.dumps(side))
+PY
+
+  echo "=== $case: upstream EMUsort"
+  python3 "$BENCH/run_emusort.py" --gt "$dir" --device cuda 2>&1 | tail -30 || true
+
+  out="$dir/dspk_cuda"
+  rm -rf "$out"
+  echo "=== $case: dspk EMUsort preset on cuda"
+  start=$(date +%s.%N)
+  DSPK_RUNTIME=cuda "$SORT" "$dir/recording.bin" --out "$out" 2>&1 | grep -v "^\s*$" | tail -25
+  end=$(date +%s.%N)
+  echo "DSPK_WALL $case cuda $(python3 -c "print(f'{$end - $start:.2f}')") s"
+  python3 "$BENCH/score.py" "$out" --gt "$dir" --name "dspk-$case" 2>&1 | tail -3
+  python3 "$BENCH/score.py" "$out" --gt "$dir" --name "dspk-$case-lag3" --max-lag-ms 3 2>&1 | tail -3
+done
