@@ -5,7 +5,7 @@
 //! absolute tolerance of a factor times the largest magnitude of the reference output (signals
 //! here are tens to hundreds of microvolts with a DC offset). FIR filters and resampling sum a
 //! few dozen products and stay within `3e-7` ([`TOL`] = `1e-5` leaves a wide margin). Recursive
-//! filters run in the balanced, compensated increment form of decision 0006: measured worst
+//! filters run in the balanced, compensated increment form of decision 0007: measured worst
 //! cases on wgpu are `2.4e-7` for the fourth-order 300-6000 Hz band-pass, `1.8e-7` for the
 //! 60 Hz notch and `1.9e-6` for the IIR decimator at `q = 13` (the direct form gave `7.6e-6`
 //! on wgpu and `1.06e-5` on the cpu runtime for the band-pass, `3.1e-5` for the decimator);
@@ -82,7 +82,7 @@ fn iir_filters_match_scipy() {
             let reference = Reference::load(case);
             let sos = sos_from(&reference, sos_key);
             // The 60 Hz notch (Q = 30) has poles 2e-4 from the unit circle: the direct form
-            // needed a bound of 1e-3 there, the increment form (decision 0006) meets IIR_TOL.
+            // needed a bound of 1e-3 there, the increment form (decision 0007) meets IIR_TOL.
             let tolerance = IIR_TOL;
             for &key in keys {
                 // Small blocks too, so the scan joins many blocks on these short inputs.
@@ -338,7 +338,7 @@ fn bad_arguments_are_errors() {
 /// The IIR decimator at large factors (its order-8 Chebyshev I cut-off at `0.8 / q` of
 /// Nyquist puts poles near `z = 1`): within [`IIR_TOL`] of the `f64` host `decimate` (itself
 /// tested against scipy). The direct-form kernels gave `3.1e-5` at `q = 10..13`; the
-/// increment form of decision 0006 brings these within the common bound.
+/// increment form of decision 0007 brings these within the common bound.
 #[test]
 fn iir_decimate_large_factors_within_bound() {
     for_each_runtime(|_, client| {

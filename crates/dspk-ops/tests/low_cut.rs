@@ -1,5 +1,5 @@
 //! IIR filters with poles near `z = 1` (cut-offs from fs / 30 000 to fs / 4) against scipy's
-//! `float64` `sosfilt` / `sosfiltfilt`, at several block lengths (decision 0006).
+//! `float64` `sosfilt` / `sosfiltfilt`, at several block lengths (decision 0007).
 //!
 //! The references (`tests/reference/lowcut_*.ref`, written by `cases_lowcut.py`) hold scipy's
 //! designs, each output's peak and its values at chosen indices; the input is computed here
@@ -21,7 +21,7 @@ use dspk_ops::{DeviceArray, Initial, SosFilter};
 
 /// The stated bound: largest difference from scipy `f64`, relative to the output's peak, for
 /// Butterworth and Chebyshev I filters of orders 1-8 with cut-offs down to fs / 30 000 on
-/// signals with an offset 500 times the noise (decision 0006 gives the measured figures).
+/// signals with an offset 500 times the noise (decision 0007 gives the measured figures).
 const BOUND: f64 = 1e-3;
 
 /// The sampling rate of the references.
@@ -257,9 +257,9 @@ fn floor_filter(sos: &Sos, x: &[f32], mode: usize) -> Vec<f64> {
 }
 
 /// The full sweep of the issue (run once by hand, `--ignored --nocapture`; its summary is
-/// quoted in decision 0006).
+/// quoted in decision 0007).
 #[test]
-#[ignore = "minutes on lavapipe: the full sweep behind decision 0006"]
+#[ignore = "minutes on lavapipe: the full sweep behind decision 0007"]
 fn low_cut_full_sweep() {
     for_each_runtime(|_, client| {
         let reference = Reference::load("lowcut_full");
@@ -313,7 +313,7 @@ fn low_cut_full_sweep() {
 }
 
 /// Time of the spike sorter's filters on a 384 x 60 000 window (the median of three runs
-/// after a warm-up), for decision 0006's before/after figures:
+/// after a warm-up), for decision 0007's before/after figures:
 /// `cargo test --release --test low_cut -- --ignored --nocapture sorter_filter_timing`.
 #[test]
 #[ignore = "timing, run by hand in release"]

@@ -58,7 +58,7 @@ enum Mode {
 /// forward-backward (`scipy.signal.sosfiltfilt`, `padtype="odd"`).
 ///
 /// The recursion runs in `f32`, each section as a balanced two-state system stored as
-/// `A - I` with compensated state updates (decision 0006: scipy's direct form II transposed
+/// `A - I` with compensated state updates (decision 0007: scipy's direct form II transposed
 /// loses everything in `f32` when poles approach `z = 1`), with time cut into blocks joined by
 /// a scan (see the kernel module), so a window of 384 x 60 000 runs on tens of thousands of
 /// units. Compared with scipy's `f64` output, relative to its peak: within `1e-3` for

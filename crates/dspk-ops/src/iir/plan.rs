@@ -10,7 +10,7 @@
 //! ```
 //!
 //! where `E = A - I` for the state matrix `A`. Two choices make this accurate in `f32` for
-//! poles near `z = 1` (decision 0006):
+//! poles near `z = 1` (decision 0007):
 //!
 //! - `E` is built from the poles directly (the coupled form `[[re, -im], [im, re]]` of a complex
 //!   pair, the triangular form `[[p1, 0], [1, p2]]` of two real poles, minus `I`), so a pole
