@@ -31,6 +31,15 @@ fn settling(sos: &Sos) -> Result<usize> {
 /// per 32 channels, latency-bound at about 1 us per block); 1024 balances the two there.
 const DEFAULT_BLOCK_LEN: usize = 1024;
 
+/// The most blocks per channel and pass, and the longest block: on lavapipe a kernel
+/// invocation stopped after about 65 535 loop iterations (the scan walks blocks two at a time
+/// for more than four sections, a block unit eight samples at a time), so longer walks are
+/// refused rather than left wrong.
+pub const MAX_BLOCKS: usize = 100_000;
+
+/// The longest block ([`SosFilter::with_block_len`]), for the reason of [`MAX_BLOCKS`].
+pub const MAX_BLOCK_LEN: usize = 262_144;
+
 /// The most sections a filter may have (an order-32 band-pass); the kernels unroll over them.
 pub const MAX_SECTIONS: usize = 16;
 
@@ -166,12 +175,12 @@ impl SosFilter {
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidParameter`] for a zero block length.
+    /// [`Error::InvalidParameter`] for a zero block length or one over [`MAX_BLOCK_LEN`].
     pub fn with_block_len(mut self, block_len: usize) -> Result<Self> {
-        if block_len == 0 {
+        if block_len == 0 || block_len > MAX_BLOCK_LEN {
             return Err(Error::InvalidParameter {
                 what: "sos filter: block length",
-                reason: "must be at least 1".into(),
+                reason: format!("{block_len}: must be 1 to {MAX_BLOCK_LEN}"),
             });
         }
         self.block_len = block_len;
@@ -216,7 +225,9 @@ impl SosFilter {
     ///
     /// [`Error::ShapeMismatch`] when `output` is not `channels x output_len(samples)`,
     /// [`Error::InvalidParameter`] when a zero-phase filter gets `samples <= padlen` (scipy
-    /// refuses those too), [`Error::OverLimit`] over 32-bit indexing.
+    /// refuses those too) or a pass would cut a channel into more than [`MAX_BLOCKS`] blocks
+    /// (over 10^8 samples at the default block length), [`Error::OverLimit`] over 32-bit
+    /// indexing.
     pub fn run(
         &mut self,
         client: &Client,
@@ -322,6 +333,17 @@ impl SosFilter {
         let sections = self.sections.len();
         let virtual_len = pass.src_len + 2 * pass.pad;
         let blocks = virtual_len.div_ceil(self.block_len);
+        if blocks > MAX_BLOCKS {
+            return Err(Error::InvalidParameter {
+                what: "sos filter: samples",
+                reason: format!(
+                    "{virtual_len} samples per channel in blocks of {} make {blocks} blocks, \
+                     over {MAX_BLOCKS} (a driver loop limit): use longer blocks or shorter \
+                     windows",
+                    self.block_len
+                ),
+            });
+        }
         let units = Shape::new(pass.channels, blocks).values("sos filter blocks")?;
         let state_values = Shape::new(units, 2 * sections).values("sos filter states")?;
         Shape::new(pass.channels, virtual_len).values("sos filter virtual input")?;

@@ -4,4 +4,4 @@ mod filter;
 mod kernel;
 mod plan;
 
-pub use filter::{Initial, MAX_SECTIONS, SosFilter};
+pub use filter::{Initial, MAX_BLOCK_LEN, MAX_BLOCKS, MAX_SECTIONS, SosFilter};
