@@ -35,7 +35,7 @@ const DEFAULT_BLOCK_LEN: usize = 1024;
 /// invocation stopped after about 65 535 loop iterations (the scan walks blocks two at a time
 /// for more than four sections, a block unit eight samples at a time), so longer walks are
 /// refused rather than left wrong.
-pub const MAX_BLOCKS: usize = 100_000;
+pub const MAX_BLOCKS: usize = 120_000;
 
 /// The longest block ([`SosFilter::with_block_len`]), for the reason of [`MAX_BLOCKS`].
 pub const MAX_BLOCK_LEN: usize = 262_144;
@@ -226,7 +226,7 @@ impl SosFilter {
     /// [`Error::ShapeMismatch`] when `output` is not `channels x output_len(samples)`,
     /// [`Error::InvalidParameter`] when a zero-phase filter gets `samples <= padlen` (scipy
     /// refuses those too) or a pass would cut a channel into more than [`MAX_BLOCKS`] blocks
-    /// (over 10^8 samples at the default block length), [`Error::OverLimit`] over 32-bit
+    /// (over 1.2 x 10^8 samples at the default block length), [`Error::OverLimit`] over 32-bit
     /// indexing.
     pub fn run(
         &mut self,
