@@ -310,7 +310,7 @@ fn low_cut_full_sweep() {
         let blocks = [
             (Some(1), 100_000),
             (Some(7), 700_000),
-            (Some(64), usize::MAX),
+            (Some(64), 7_000_000),
             (None, usize::MAX),
             (Some(8192), usize::MAX),
         ];
