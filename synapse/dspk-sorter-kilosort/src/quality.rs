@@ -19,48 +19,95 @@ use crate::score::{ScoreSettings, UnitMetrics, unit_metrics};
 use crate::sorting::Sorting;
 use crate::{Error, Result};
 
-/// Each unit's SNR (see the module doc) and best channel.
+/// Where a unit's mean waveform peaks in the preprocessed (unwhitened) data: its template
+/// unwhitened by `Wrot⁻¹` (the inverse `whitening_mat_inv.npy` holds), at its largest
+/// magnitude (the first on ties).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct UnitPeak {
+    /// The best channel (index into the sorted channels).
+    pub channel: usize,
+    /// The template sample of the peak (the spike time is at `nt0min`).
+    pub sample: usize,
+    /// The peak's magnitude, in the recording's units after preprocessing.
+    pub magnitude: f64,
+}
+
+/// Each unit's [`UnitPeak`].
 ///
 /// # Errors
 ///
 /// [`Error::Input`] when the whitening matrix cannot be inverted or does not match the
 /// sorting's channels.
-pub fn unit_snr(sorting: &Sorting, fit: &PreprocessingFit) -> Result<Vec<f64>> {
+pub fn unit_peaks(sorting: &Sorting, fit: &PreprocessingFit) -> Result<Vec<UnitPeak>> {
     let c = sorting.channels;
     let dense = fit.whitening.dense();
-    if dense.len() != c * c || fit.channel_std.len() != c {
+    if dense.len() != c * c {
         return Err(Error::Input {
-            what: "unit SNR",
+            what: "unit peaks",
             reason: format!(
-                "a whitening matrix of {} values and {} channel deviations for {c} channels",
-                dense.len(),
-                fit.channel_std.len()
+                "a whitening matrix of {} values for {c} channels",
+                dense.len()
             ),
         });
     }
     let inverse = inverse_with_ridge(&dense, c).ok_or_else(|| Error::Input {
-        what: "unit SNR",
+        what: "unit peaks",
         reason: "the whitening matrix cannot be inverted".to_string(),
     })?;
     let nt = sorting.nt;
-    let per = nt * c;
     Ok(sorting
         .templates
-        .chunks_exact(per)
+        .chunks_exact(nt * c)
         .map(|template| {
             // Unwhitened: raw[t, i] = sum_j inverse[i, j] white[t, j].
-            let mut best = (0f64, 0usize);
-            for t in 0..nt {
-                let row = &template[t * c..(t + 1) * c];
+            let mut best = UnitPeak {
+                channel: 0,
+                sample: sorting.nt0min,
+                magnitude: 0.0,
+            };
+            for (t, row) in template.chunks_exact(c).enumerate() {
                 for i in 0..c {
                     let raw: f64 = (0..c).map(|j| inverse[i * c + j] * f64::from(row[j])).sum();
-                    if raw.abs() > best.0 {
-                        best = (raw.abs(), i);
+                    if raw.abs() > best.magnitude {
+                        best = UnitPeak {
+                            channel: i,
+                            sample: t,
+                            magnitude: raw.abs(),
+                        };
                     }
                 }
             }
-            let noise = f64::from(fit.channel_std[best.1]);
-            if noise > 0.0 { best.0 / noise } else { 0.0 }
+            best
+        })
+        .collect())
+}
+
+/// Each unit's SNR (see the module doc): its [`UnitPeak`]'s magnitude over its channel's
+/// standard deviation.
+///
+/// # Errors
+///
+/// As [`unit_peaks`]; [`Error::Input`] when the fit's channel deviations do not match.
+pub fn unit_snr(sorting: &Sorting, fit: &PreprocessingFit) -> Result<Vec<f64>> {
+    if fit.channel_std.len() != sorting.channels {
+        return Err(Error::Input {
+            what: "unit SNR",
+            reason: format!(
+                "{} channel deviations for {} channels",
+                fit.channel_std.len(),
+                sorting.channels
+            ),
+        });
+    }
+    Ok(unit_peaks(sorting, fit)?
+        .iter()
+        .map(|peak| {
+            let noise = f64::from(fit.channel_std[peak.channel]);
+            if noise > 0.0 {
+                peak.magnitude / noise
+            } else {
+                0.0
+            }
         })
         .collect())
 }
@@ -115,4 +162,45 @@ pub fn unit_scores(
             })
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fit::FitKey;
+    use crate::{KilosortSettings, SortProbe};
+
+    #[test]
+    fn peaks_are_found_on_the_unwhitened_template() {
+        // Wrot = diag(2, 0.5): unwhitening halves channel 0 and doubles channel 1.
+        let whitening = dspk_ops::linalg::zca(&[0.25, 0.0, 0.0, 4.0], 2, 0.0).unwrap();
+        let probe = SortProbe::line(vec![0, 1], 2.0).unwrap();
+        let fit = PreprocessingFit {
+            offsets: vec![0.0; 2],
+            whitening,
+            channel_std: vec![1.0, 2.0],
+            delays: None,
+            key: FitKey::new(100, 30_000.0, &probe, &KilosortSettings::default()),
+        };
+        let sorting = Sorting {
+            channels: 2,
+            nt: 3,
+            nt0min: 1,
+            // [t, c]: the whitened peak is channel 0 at t = 1, the unwhitened one channel 1 at
+            // t = 2 (0.9 * 2 = 1.8 > 3.0 / 2).
+            templates: vec![1.0, 0.3, -3.0, 0.5, 0.0, 0.9],
+            labels: vec![crate::sorting::UnitLabel::Good],
+            ..Sorting::default()
+        };
+        let peaks = unit_peaks(&sorting, &fit).unwrap();
+        assert_eq!((peaks[0].channel, peaks[0].sample), (1, 2));
+        assert!((peaks[0].magnitude - 1.8).abs() < 1e-4, "{peaks:?}");
+        let snr = unit_snr(&sorting, &fit).unwrap();
+        assert!((snr[0] - 0.9).abs() < 1e-4, "{snr:?}");
+        let short = PreprocessingFit {
+            channel_std: vec![1.0],
+            ..fit
+        };
+        assert!(unit_snr(&sorting, &short).is_err());
+    }
 }

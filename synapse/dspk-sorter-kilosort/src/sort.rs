@@ -23,7 +23,7 @@ use crate::matching::{MatchSettings, Matcher};
 use crate::merge::{NEAR_DUPLICATE_SIMILARITY, WtW, merge_near_duplicates, merge_units};
 use crate::phy::{PhyOutput, write_phy_folder};
 use crate::postprocess::finish_sorting;
-use crate::quality::unit_scores;
+use crate::quality::{unit_peaks, unit_scores};
 use crate::report::{Progress, StageReport};
 use crate::score::{ScoreSettings, UnitMetrics};
 use crate::sorting::{LearnedChannels, MatchedSpikes, Sorting};
@@ -97,7 +97,8 @@ impl Kilosort4 {
     /// an empty sorting.
     ///
     /// With `peak_spike_times` (EMUsort's preset), each unit's spike times are then moved to
-    /// its template's peak on its best channel and back by that channel's delay (when channel
+    /// its unwhitened template's peak on its best channel ([`unit_peaks`]) and back by that
+    /// channel's delay (when channel
     /// delays are removed): the times of the spike's peak in the recording, not of the
     /// template's trough index on the delay-aligned channels as EMUsort reports them
     /// (`docs/KILOSORT4.md` §10.1.1).
@@ -245,11 +246,10 @@ impl Kilosort4 {
             settings,
         )?;
         if settings.peak_spike_times {
-            let shifts: Vec<i64> = sorting
-                .best_channels()
+            let trough = sorting.nt0min as i64;
+            let shifts: Vec<i64> = unit_peaks(&sorting, &fit)?
                 .iter()
-                .zip(sorting.peak_offsets())
-                .map(|(&c, offset)| offset + fit.delay(c))
+                .map(|peak| peak.sample as i64 - trough + fit.delay(peak.channel))
                 .collect();
             sorting.shift_unit_times(&shifts)?;
         }

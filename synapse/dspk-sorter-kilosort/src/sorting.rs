@@ -225,41 +225,6 @@ impl Sorting {
         }
         Ok(())
     }
-
-    /// Each unit's best channel: the channel where its template's largest magnitude is (the
-    /// first on ties; 0 for an all-zero template).
-    #[must_use]
-    pub fn best_channels(&self) -> Vec<usize> {
-        self.template_peaks().into_iter().map(|(_, c)| c).collect()
-    }
-
-    /// For each unit, the sample of its template's largest magnitude minus the trough index
-    /// `nt0min`: how far after a reported spike time the unit's waveform peaks.
-    #[must_use]
-    pub fn peak_offsets(&self) -> Vec<i64> {
-        self.template_peaks()
-            .into_iter()
-            .map(|(t, _)| t as i64 - self.nt0min as i64)
-            .collect()
-    }
-
-    /// `(sample, channel)` of each unit's template's largest magnitude.
-    fn template_peaks(&self) -> Vec<(usize, usize)> {
-        let per = self.nt * self.channels;
-        (0..self.num_units())
-            .map(|u| {
-                let template = self.templates.get(u * per..(u + 1) * per).unwrap_or(&[]);
-                let mut best = (0, 0f32);
-                for (i, v) in template.iter().enumerate() {
-                    if v.abs() > best.1 {
-                        best = (i, v.abs());
-                    }
-                }
-                let channels = self.channels.max(1);
-                (best.0 / channels, best.0 % channels)
-            })
-            .collect()
-    }
 }
 
 /// `values` in the order `order` gives.
@@ -306,12 +271,9 @@ mod tests {
             amplitudes: vec![1.0, 2.0, 3.0, 4.0],
             spike_positions: vec![[0.0, 1.0], [0.0, 2.0], [0.0, 3.0], [0.0, 4.0]],
             pc_features: vec![1.0, 2.0, 3.0, 4.0],
-            templates: vec![0.5, -2.0, 3.0, 1.0],
             labels: vec![UnitLabel::Good, UnitLabel::Mua],
             ..Sorting::default()
         };
-        assert_eq!(sorting.best_channels(), vec![1, 0]);
-        assert_eq!(sorting.peak_offsets(), vec![0, 0]);
         sorting.shift_unit_times(&[15, -95]).unwrap();
         assert_eq!(sorting.spike_times, vec![0, 0, 25, 45]);
         assert_eq!(sorting.spike_clusters, vec![1, 1, 0, 0]);
