@@ -95,3 +95,60 @@ fn device_labels_equal_sklearn() {
         }
     });
 }
+
+/// Device labels against sklearn's on a large input made by hand: `DSPK_HDBSCAN_LARGE=DIR`
+/// holding `points.npy` (float32, n x dim), sklearn's `labels.npy` for `min_cluster_size` 20,
+/// and `tie_dependent.npy` (uint8, the points whose sklearn label changed on a shuffle).
+/// Prints the time and the points whose labels differ elsewhere; fails when any does.
+#[test]
+#[ignore = "needs DSPK_HDBSCAN_LARGE=DIR with sklearn's labels of a large input; run by hand"]
+fn device_labels_equal_sklearn_on_a_large_input() {
+    let dir = std::path::PathBuf::from(
+        std::env::var("DSPK_HDBSCAN_LARGE").expect("set DSPK_HDBSCAN_LARGE=DIR"),
+    );
+    let read = |name: &str| dspk_io::NpyArray::read(dir.join(name)).unwrap();
+    let points = read("points.npy");
+    let dim = points.shape()[1] as usize;
+    let points: Vec<f32> = points.to_f64().unwrap().iter().map(|&v| v as f32).collect();
+    let labels: Vec<i32> = read("labels.npy")
+        .to_i64()
+        .unwrap()
+        .iter()
+        .map(|&v| v as i32)
+        .collect();
+    let ties: Vec<bool> = read("tie_dependent.npy")
+        .to_i64()
+        .unwrap()
+        .iter()
+        .map(|&v| v != 0)
+        .collect();
+    for_each_runtime(|target, client| {
+        let started = std::time::Instant::now();
+        let ours = hdbscan_labels(client, &points, dim, &HdbscanSettings::default()).unwrap();
+        let differ: Vec<usize> = (0..labels.len())
+            .filter(|&i| ours[i] != labels[i])
+            .collect();
+        let outside: Vec<usize> = differ.iter().copied().filter(|&i| !ties[i]).collect();
+        eprintln!(
+            "{target}: {} points in {:.2} s; {} labels differ from sklearn, {} of them not \
+             tie-dependent (first: {:?})",
+            labels.len(),
+            started.elapsed().as_secs_f64(),
+            differ.len(),
+            outside.len(),
+            &outside[..outside.len().min(20)]
+        );
+        if labels.len() <= 5000 {
+            let host = hdbscan_labels_host(&points, dim, &HdbscanSettings::default()).unwrap();
+            let host_differ = (0..labels.len()).filter(|&i| host[i] != labels[i]).count();
+            let vs_device = (0..labels.len()).filter(|&i| host[i] != ours[i]).count();
+            eprintln!("host: {host_differ} differ from sklearn, {vs_device} from the device");
+            eprintln!(
+                "clusters: ours {:?} sklearn {:?}",
+                ours.iter().max(),
+                labels.iter().max()
+            );
+        }
+        assert!(outside.is_empty());
+    });
+}

@@ -2,7 +2,9 @@
 //! `i`; the cube's units walk over all points in tiles of `tile` rows that they load together
 //! into shared memory. Every squared distance is `sum_k (x[i, k] - x[j, k])^2` in `f32` over
 //! `k` in increasing order, so it is the same number for `(i, j)` and `(j, i)`, in every
-//! launch; no atomics.
+//! launch; no atomics. Loops over coordinates and neighbour slots are unrolled: llvmpipe
+//! (lavapipe) stops a shader after 65 535 loop iterations, so only the loops over points and
+//! tiles iterate (one per point of `n`, which bounds `n` to about 60 000 on lavapipe).
 
 use cubecl::prelude::*;
 
@@ -28,18 +30,20 @@ pub(super) fn nearest_points(
     let active = i < count;
     let mut own = Array::<f32>::new(dim);
     let row = min(i, count - 1) * dim;
+    #[unroll]
     for k in 0..dim {
         own[k] = x[row + k];
     }
     let mut best_sq = Array::<f32>::new(slots);
     let mut best = Array::<u32>::new(slots);
+    #[unroll]
     for s in 0..slots {
         best_sq[s] = f32::MAX;
         best[s] = u32::MAX;
     }
     let mut rows: Shared<[f32]> = Shared::new_slice(tile * dim);
-    let mut first = 0usize;
-    while first < count {
+    for t in 0..count.div_ceil(tile) {
+        let first = t * tile;
         // Rows `first .. first + tile` (those below `n`) into shared memory.
         let values = min(tile, count - first) * dim;
         let mut e = UNIT_POS as usize;
@@ -52,6 +56,7 @@ pub(super) fn nearest_points(
             let len = min(tile, count - first);
             for r in 0..len {
                 let mut d = 0.0f32;
+                #[unroll]
                 for k in 0..dim {
                     let t = own[k] - rows[r * dim + k];
                     d += t * t;
@@ -61,6 +66,7 @@ pub(super) fn nearest_points(
                     // Insertion into the sorted list, from its end: entries after `(d, j)`
                     // move one place down until its place is found.
                     let mut moving = true;
+                    #[unroll]
                     for step in 1..slots {
                         let pos = slots - step;
                         if moving {
@@ -82,9 +88,9 @@ pub(super) fn nearest_points(
             }
         }
         sync_cube();
-        first += tile;
     }
     if active {
+        #[unroll]
         for s in 0..slots {
             nearest[i * slots + s] = best[s];
         }
@@ -107,8 +113,8 @@ fn edge_before(w: f32, i: u32, j: u32, best_w: f32, best_j: u32) -> bool {
 /// weight in `best_sq[i]`, the first in the total order of `edge_before` (`u32::MAX` and
 /// `f32::MAX` when every point shares `i`'s component). The best weight starts from `i`'s
 /// `slots` nearest points (`nearest`, as [`nearest_points`] gives them); a squared distance is
-/// only computed where `max(core_sq[i], core_sq[j])` does not exceed the best weight so far,
-/// and stops once its partial sum does (the sum never decreases). Neither changes the result.
+/// only computed where `max(core_sq[i], core_sq[j])` does not exceed the best weight so far.
+/// Neither changes the result.
 #[cube(launch)]
 pub(super) fn cheapest_edges(
     x: &[f32],
@@ -127,6 +133,7 @@ pub(super) fn cheapest_edges(
     let active = i < count;
     let me = min(i, count - 1);
     let mut own = Array::<f32>::new(dim);
+    #[unroll]
     for k in 0..dim {
         own[k] = x[me * dim + k];
     }
@@ -136,11 +143,13 @@ pub(super) fn cheapest_edges(
     let mut best_w = 3.402_823_5e38f32; // f32::MAX
     let mut best_j = 0xFFFF_FFFFu32; // u32::MAX
     if active {
+        #[unroll]
         for s in 0..slots {
             let j = nearest[i * slots + s];
             let row = usize::cast_from(j) * dim;
             if component[usize::cast_from(j)] != own_component {
                 let mut d = 0.0f32;
+                #[unroll]
                 for k in 0..dim {
                     let t = own[k] - x[row + k];
                     d += t * t;
@@ -154,8 +163,8 @@ pub(super) fn cheapest_edges(
         }
     }
     let mut rows: Shared<[f32]> = Shared::new_slice(tile * dim);
-    let mut first = 0usize;
-    while first < count {
+    for t in 0..count.div_ceil(tile) {
+        let first = t * tile;
         // Rows `first .. first + tile` (those below `n`) into shared memory.
         let values = min(tile, count - first) * dim;
         let mut e = UNIT_POS as usize;
@@ -172,12 +181,10 @@ pub(super) fn cheapest_edges(
                     let bound = max(own_core, core_sq[j]);
                     if bound <= best_w {
                         let mut d = 0.0f32;
+                        #[unroll]
                         for k in 0..dim {
                             let t = own[k] - rows[r * dim + k];
                             d += t * t;
-                            if d > best_w {
-                                break;
-                            }
                         }
                         let w = max(bound, d);
                         let jj = u32::cast_from(j);
@@ -190,7 +197,6 @@ pub(super) fn cheapest_edges(
             }
         }
         sync_cube();
-        first += tile;
     }
     if active {
         best[i] = best_j;
