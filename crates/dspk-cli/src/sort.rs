@@ -8,7 +8,7 @@ use dspk::ComputeTarget;
 use dspk::io::Dtype;
 use dspk::kilosort::report::Progress;
 use dspk::kilosort::sorting::UnitLabel;
-use dspk::kilosort::{Kilosort4, KilosortSettings, SortProbe};
+use dspk::kilosort::{Kilosort4, KilosortSettings};
 use dspk::synapse::phy::PhyParams;
 
 use crate::args::{SortArgs, default_out_dir};

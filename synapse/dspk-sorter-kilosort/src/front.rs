@@ -479,7 +479,7 @@ fn check_input(
 /// [`Error::Setting`] when that is 0 samples.
 pub fn max_delay_samples(settings: &KilosortSettings, sample_rate: f64) -> Result<usize> {
     let lag = (settings.max_chan_delay_ms * sample_rate / 1000.0).floor();
-    if !(lag >= 1.0 && lag < 1e6) {
+    if !(1.0..1e6).contains(&lag) {
         return Err(Error::Setting {
             name: "max_chan_delay_ms",
             reason: format!(

@@ -157,10 +157,7 @@ pub fn run_sweep(
             for (d, device) in devices.iter().enumerate() {
                 let (next, slots, fits, keys, source) = (&next, &slots, &fits, &keys, &source);
                 scope.spawn(move || {
-                    loop {
-                        let Some(&i) = phase.get(next.fetch_add(1, Ordering::Relaxed)) else {
-                            break;
-                        };
+                    while let Some(&i) = phase.get(next.fetch_add(1, Ordering::Relaxed)) {
                         let fit = fits.lock().ok().and_then(|fits| {
                             let (_, fit) = fits.iter().find(|(key, _)| *key == keys[i])?;
                             Some(fit.clone())
