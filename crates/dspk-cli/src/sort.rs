@@ -67,15 +67,15 @@ pub(crate) fn sort(args: &SortArgs, settings: KilosortSettings) -> Result<(), Bo
         channels.len(),
         out.display()
     );
-    let preset = args.preset.as_deref().unwrap_or("kilosort4");
+    let others = match args.preset.as_deref() {
+        Some(preset) => format!("the {preset} preset's"),
+        None => "Kilosort4's defaults".to_string(),
+    };
     if !args.sets.is_empty() {
         let sets: Vec<String> = args.sets.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        println!(
-            "settings:  {} (the others the {preset} preset's)",
-            sets.join(", ")
-        );
+        println!("settings:  {} (the others {others})", sets.join(", "));
     } else if args.preset.is_some() {
-        println!("settings:  the {preset} preset's");
+        println!("settings:  {others}");
     }
 
     let mut bars = StageBars::new();
