@@ -194,7 +194,7 @@ impl Sorting {
     ///
     /// # Errors
     ///
-    /// [`Error::Input`] when `shifts` does not have one value per unit.
+    /// [`Error::Input`](crate::Error::Input) when `shifts` does not have one value per unit.
     pub fn shift_unit_times(&mut self, shifts: &[i64]) -> crate::Result<()> {
         if shifts.len() != self.num_units() {
             return Err(crate::Error::Input {

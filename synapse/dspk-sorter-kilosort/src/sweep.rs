@@ -1,5 +1,5 @@
 //! Parameter sweeps (EMUsort's `KS_params_to_sweep`): several settings run over one recording,
-//! each sort scored with the EMUsort score ([`run_score`](crate::score::run_score) of
+//! each sort scored with the EMUsort score ([`run_score`] of
 //! [`SortOutput::units`]), the best chosen, all reported.
 //!
 //! Runs whose preprocessing settings agree ([`FitKey`]) share one preprocessing fit: the first
