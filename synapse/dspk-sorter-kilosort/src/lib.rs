@@ -80,9 +80,9 @@ pub mod report;
 pub mod score;
 mod settings;
 pub mod sort;
-pub mod sweep;
 pub mod sorting;
 pub mod summary;
+pub mod sweep;
 pub mod universal;
 pub mod windows;
 
