@@ -1,5 +1,18 @@
 //! Min/max envelopes and pyramids for viewing dspk recordings, local or remote.
 //!
-//! Nothing is implemented yet: the envelopes arrive with the viewing issue.
+//! Whoever draws a recording needs, for each pixel column of each channel, the smallest and
+//! largest sample under it: every spike stays visible at every zoom. This crate computes those
+//! envelopes exactly and reads as little of the recording as it can:
+//! - [`Columns`]: a sample range cut into pixel columns (evenly, or on a bucket grid);
+//! - [`Envelope`]: each column's minimum and maximum per channel, NaN skipped and counted,
+//!   folded on the host from blocks in either memory [`Order`];
 
 #![forbid(unsafe_code)]
+
+mod columns;
+mod envelope;
+mod error;
+
+pub use columns::{Columns, MAX_COLUMNS};
+pub use envelope::{Envelope, Order};
+pub use error::{Error, Result};
