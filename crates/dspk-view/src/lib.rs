@@ -6,12 +6,15 @@
 //! - [`Columns`]: a sample range cut into pixel columns (evenly, or on a bucket grid);
 //! - [`Envelope`]: each column's minimum and maximum per channel, NaN skipped and counted,
 //!   folded on the host from blocks in either memory [`Order`];
+//! - [`picture`]: an RGB canvas with a bitmap font, axes and PNG encoding, and
+//!   [`render_traces`](picture::render_traces), which draws an envelope as stacked traces;
 
 #![forbid(unsafe_code)]
 
 mod columns;
 mod envelope;
 mod error;
+pub mod picture;
 
 pub use columns::{Columns, MAX_COLUMNS};
 pub use envelope::{Envelope, Order};

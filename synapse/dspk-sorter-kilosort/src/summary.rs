@@ -3,14 +3,11 @@
 //! the units' positions on the probe, and the largest units' templates, under a title line with
 //! the unit, good-unit and spike counts.
 //!
-//! Drawing is our own (`raster`: an RGB canvas with lines, discs and rectangles, and text in a
-//! 5 x 7 bitmap font defined in `font`); the `png` crate (image-rs) only encodes the pixels.
+//! Drawing is [`dspk_view::picture`]'s (an RGB canvas with lines, discs and rectangles, text
+//! in a 5 x 7 bitmap font, axes with nice ticks, PNG encoding); this module holds the panels.
 //! The picture is a pure function of the input: the same sorting gives the same bytes.
 
-mod axes;
-mod font;
 mod panels;
-mod raster;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -62,11 +59,11 @@ pub struct DriftTrace<'a> {
 /// sorting's channels, or the drift trace is malformed.
 pub fn render_summary(input: &SummaryInput) -> Result<Vec<u8>> {
     check(input)?;
-    let canvas = panels::draw(input);
-    encode(&canvas).map_err(|e| Error::Input {
+    let canvas = panels::draw(input).map_err(|e| Error::Input {
         what: "summary picture",
-        reason: format!("PNG encoding failed: {e}"),
-    })
+        reason: e.to_string(),
+    })?;
+    Ok(canvas.encode_png())
 }
 
 /// Renders the summary ([`render_summary`]) and writes it to `path`.
@@ -83,17 +80,6 @@ pub fn write_summary(path: &Path, input: &SummaryInput) -> Result<()> {
             source: Arc::new(e),
         })
     })
-}
-
-fn encode(canvas: &raster::Canvas) -> Result<Vec<u8>, png::EncodingError> {
-    let mut out = Vec::new();
-    let mut encoder = png::Encoder::new(&mut out, canvas.width(), canvas.height());
-    encoder.set_color(png::ColorType::Rgb);
-    encoder.set_depth(png::BitDepth::Eight);
-    let mut writer = encoder.write_header()?;
-    writer.write_image_data(canvas.pixels())?;
-    writer.finish()?;
-    Ok(out)
 }
 
 fn input_error(reason: String) -> Error {

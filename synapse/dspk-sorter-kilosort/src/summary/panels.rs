@@ -2,9 +2,10 @@
 //! templates, under a title line. Inputs reach here already checked by
 //! [`super::render_summary`] (lengths agree, unit ids in range, positive sample rate).
 
+use dspk_view::picture::axes::{self, INK, LABEL_SCALE, Scale};
+use dspk_view::picture::{Canvas, Rect, Rgb, font};
+
 use super::SummaryInput;
-use super::axes::{self, INK, LABEL_SCALE, Scale};
-use super::raster::{Canvas, Rect, Rgb};
 use crate::sorting::UnitLabel;
 
 /// Picture width in pixels.
@@ -126,15 +127,15 @@ fn inside(frame: Rect) -> Rect {
     }
 }
 
-/// Draws the whole summary.
-pub(super) fn draw(input: &SummaryInput) -> Canvas {
-    let mut canvas = Canvas::new(WIDTH, HEIGHT, PAPER);
+/// Draws the whole summary (only making the canvas could fail, not at this fixed size).
+pub(super) fn draw(input: &SummaryInput) -> dspk_view::Result<Canvas> {
+    let mut canvas = Canvas::new(WIDTH, HEIGHT, PAPER)?;
     let scales = scales(input);
     title(&mut canvas, input, &scales);
     drift_map(&mut canvas, input, &scales);
     probe(&mut canvas, input, &scales.depth);
     templates(&mut canvas, input);
-    canvas
+    Ok(canvas)
 }
 
 fn title(canvas: &mut Canvas, input: &SummaryInput, scales: &Scales) {
@@ -169,7 +170,7 @@ fn drift_map(canvas: &mut Canvas, input: &SummaryInput, scales: &Scales) {
         Some((&scales.depth, 12)),
     );
     let label = "TIME (S)";
-    let w = super::font::text_width(label, LABEL_SCALE) as i64;
+    let w = font::text_width(label, LABEL_SCALE) as i64;
     canvas.text(
         (DRIFT.x0 + DRIFT.x1 - w) / 2,
         BOTTOM + 34,

@@ -1,15 +1,17 @@
-//! A 5 x 7 bitmap font of our own: digits, upper-case letters and the symbols that axis labels
-//! and titles use. Lower-case letters draw as their capitals; any other character draws as `?`.
+//! A 5 x 7 bitmap font of our own: digits, upper- and lower-case letters, `µ` and the symbols
+//! that axis labels and titles use. Any other character draws as `?`.
 
 /// Glyph width in pixels.
-pub(super) const WIDTH: usize = 5;
+pub const WIDTH: usize = 5;
 /// Glyph height in pixels.
-pub(super) const HEIGHT: usize = 7;
+pub const HEIGHT: usize = 7;
 /// Horizontal distance from one glyph's left edge to the next one's, in pixels.
-pub(super) const ADVANCE: usize = WIDTH + 1;
+pub const ADVANCE: usize = WIDTH + 1;
 
 /// Every glyph the font has: seven rows of five columns, top row first, `#` for ink.
-pub(super) const GLYPHS: &[(char, [&str; HEIGHT])] = &[
+/// Lower-case letters stand on the bottom row like capitals, except that `g`, `j`, `p`, `q`,
+/// `y` and `µ` stand higher, keeping their descenders inside the seven rows.
+pub const GLYPHS: &[(char, [&str; HEIGHT])] = &[
     (
         '0',
         [
@@ -227,6 +229,168 @@ pub(super) const GLYPHS: &[(char, [&str; HEIGHT])] = &[
         ],
     ),
     (
+        'a',
+        [
+            "     ", "     ", " ### ", "    #", " ####", "#   #", " ####",
+        ],
+    ),
+    (
+        'b',
+        [
+            "#    ", "#    ", "# ## ", "##  #", "#   #", "#   #", "#### ",
+        ],
+    ),
+    (
+        'c',
+        [
+            "     ", "     ", " ### ", "#    ", "#    ", "#   #", " ### ",
+        ],
+    ),
+    (
+        'd',
+        [
+            "    #", "    #", " ## #", "#  ##", "#   #", "#   #", " ####",
+        ],
+    ),
+    (
+        'e',
+        [
+            "     ", "     ", " ### ", "#   #", "#####", "#    ", " ### ",
+        ],
+    ),
+    (
+        'f',
+        [
+            "  ## ", " #  #", " #   ", "###  ", " #   ", " #   ", " #   ",
+        ],
+    ),
+    (
+        'g',
+        [
+            "     ", " ####", "#   #", "#   #", " ####", "    #", " ### ",
+        ],
+    ),
+    (
+        'h',
+        [
+            "#    ", "#    ", "# ## ", "##  #", "#   #", "#   #", "#   #",
+        ],
+    ),
+    (
+        'i',
+        [
+            "  #  ", "     ", " ##  ", "  #  ", "  #  ", "  #  ", " ### ",
+        ],
+    ),
+    (
+        'j',
+        [
+            "   # ", "     ", "  ## ", "   # ", "   # ", "#  # ", " ##  ",
+        ],
+    ),
+    (
+        'k',
+        [
+            "#    ", "#    ", "#  # ", "# #  ", "##   ", "# #  ", "#  # ",
+        ],
+    ),
+    (
+        'l',
+        [
+            " ##  ", "  #  ", "  #  ", "  #  ", "  #  ", "  #  ", " ### ",
+        ],
+    ),
+    (
+        'm',
+        [
+            "     ", "     ", "## # ", "# # #", "# # #", "#   #", "#   #",
+        ],
+    ),
+    (
+        'n',
+        [
+            "     ", "     ", "# ## ", "##  #", "#   #", "#   #", "#   #",
+        ],
+    ),
+    (
+        'o',
+        [
+            "     ", "     ", " ### ", "#   #", "#   #", "#   #", " ### ",
+        ],
+    ),
+    (
+        'p',
+        [
+            "     ", "#### ", "#   #", "#   #", "#### ", "#    ", "#    ",
+        ],
+    ),
+    (
+        'q',
+        [
+            "     ", " ####", "#   #", "#   #", " ####", "    #", "    #",
+        ],
+    ),
+    (
+        'r',
+        [
+            "     ", "     ", "# ## ", "##  #", "#    ", "#    ", "#    ",
+        ],
+    ),
+    (
+        's',
+        [
+            "     ", "     ", " ####", "#    ", " ### ", "    #", "#### ",
+        ],
+    ),
+    (
+        't',
+        [
+            " #   ", " #   ", "###  ", " #   ", " #   ", " #  #", "  ## ",
+        ],
+    ),
+    (
+        'u',
+        [
+            "     ", "     ", "#   #", "#   #", "#   #", "#  ##", " ## #",
+        ],
+    ),
+    (
+        'v',
+        [
+            "     ", "     ", "#   #", "#   #", "#   #", " # # ", "  #  ",
+        ],
+    ),
+    (
+        'w',
+        [
+            "     ", "     ", "#   #", "#   #", "# # #", "# # #", " # # ",
+        ],
+    ),
+    (
+        'x',
+        [
+            "     ", "     ", "#   #", " # # ", "  #  ", " # # ", "#   #",
+        ],
+    ),
+    (
+        'y',
+        [
+            "     ", "#   #", "#   #", "#   #", " ####", "    #", " ### ",
+        ],
+    ),
+    (
+        'z',
+        [
+            "     ", "     ", "#####", "   # ", "  #  ", " #   ", "#####",
+        ],
+    ),
+    (
+        'µ',
+        [
+            "     ", "#   #", "#   #", "#   #", "## ##", "# # #", "#    ",
+        ],
+    ),
+    (
         ' ',
         [
             "     ", "     ", "     ", "     ", "     ", "     ", "     ",
@@ -312,10 +476,9 @@ const UNKNOWN: [&str; HEIGHT] = [
     " ### ", "#   #", "    #", "   # ", "  #  ", "     ", "  #  ",
 ];
 
-/// The rows of the glyph that draws `c`: its own, its capital's for a lower-case letter, `?`'s
-/// for a character the font lacks.
-pub(super) fn glyph(c: char) -> &'static [&'static str; HEIGHT] {
-    let c = c.to_ascii_uppercase();
+/// The rows of the glyph that draws `c`: its own, or `?`'s for a character the font lacks.
+#[must_use]
+pub fn glyph(c: char) -> &'static [&'static str; HEIGHT] {
     GLYPHS
         .iter()
         .find(|(g, _)| *g == c)
@@ -323,7 +486,8 @@ pub(super) fn glyph(c: char) -> &'static [&'static str; HEIGHT] {
 }
 
 /// Width in pixels of `text` drawn at `scale` (no trailing gap).
-pub(super) fn text_width(text: &str, scale: usize) -> usize {
+#[must_use]
+pub fn text_width(text: &str, scale: usize) -> usize {
     let n = text.chars().count();
     (n * ADVANCE).saturating_sub(1) * scale
 }
@@ -353,12 +517,26 @@ mod tests {
     }
 
     #[test]
-    fn lookup_folds_case_and_falls_back_to_question_mark() {
-        assert_eq!(glyph('a'), glyph('A'));
-        assert_eq!(glyph('z'), glyph('Z'));
-        assert_eq!(glyph('µ'), glyph('?'));
+    fn the_character_set_is_complete() {
+        let needed = ('0'..='9')
+            .chain('A'..='Z')
+            .chain('a'..='z')
+            .chain(" .,-+:/()%=_#µ".chars());
+        for c in needed {
+            assert!(GLYPHS.iter().any(|(g, _)| *g == c), "no glyph for {c:?}");
+            assert_ne!(glyph(c), glyph('?'), "{c:?} draws as '?'");
+        }
+    }
+
+    #[test]
+    fn lookup_keeps_case_and_falls_back_to_question_mark() {
+        assert_ne!(glyph('a'), glyph('A'));
+        assert_ne!(glyph('s'), glyph('S'));
+        assert_eq!(glyph('é'), glyph('?'));
+        assert_eq!(glyph('\n'), &UNKNOWN);
         assert_ne!(glyph('7'), glyph('?'));
         assert_eq!(text_width("", 2), 0);
         assert_eq!(text_width("AB", 2), 22);
+        assert_eq!(text_width("ms", 1), 11);
     }
 }

@@ -1,35 +1,41 @@
 //! Data-to-pixel scales, "nice" tick positions and labelled axis frames.
 
 use super::font;
-use super::raster::{Canvas, Rect, Rgb};
+use super::{Canvas, Rect, Rgb};
 
 /// Colour of frames, ticks and their labels.
-pub(super) const INK: Rgb = [40, 40, 40];
+pub const INK: Rgb = [40, 40, 40];
 /// Scale of tick labels (font pixels per canvas pixel side).
-pub(super) const LABEL_SCALE: usize = 2;
+pub const LABEL_SCALE: usize = 2;
 /// Length of a tick mark in pixels.
-const TICK: i64 = 6;
+pub const TICK: i64 = 6;
 
 /// A linear map from data range `[lo, hi]` to pixel range `[p0, p1]` (`p1 < p0` for an axis
 /// that grows upwards).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) struct Scale {
-    pub(super) lo: f64,
-    pub(super) hi: f64,
-    pub(super) p0: f64,
-    pub(super) p1: f64,
+pub struct Scale {
+    /// The data value at `p0`.
+    pub lo: f64,
+    /// The data value at `p1`.
+    pub hi: f64,
+    /// The pixel coordinate of `lo`.
+    pub p0: f64,
+    /// The pixel coordinate of `hi`.
+    pub p1: f64,
 }
 
 impl Scale {
     /// The pixel coordinate of data value `v`.
-    pub(super) fn px(&self, v: f64) -> f64 {
+    #[must_use]
+    pub fn px(&self, v: f64) -> f64 {
         self.p0 + (v - self.lo) / (self.hi - self.lo) * (self.p1 - self.p0)
     }
 }
 
 /// The range `[lo, hi]` of the finite values of `values`, widened by `pad` of its span on each
 /// side (and to at least `min_span`); `fallback` when there is no finite value.
-pub(super) fn padded_range(
+#[must_use]
+pub fn padded_range(
     values: impl IntoIterator<Item = f64>,
     pad: f64,
     min_span: f64,
@@ -54,7 +60,8 @@ pub(super) fn padded_range(
 /// Ticks inside `[lo, hi]` at a step of 1, 2 or 5 times a power of ten, chosen so that there
 /// are at most `max_ticks` of them (and as many as that allows), each with its label printed
 /// with the decimals the step needs.
-pub(super) fn ticks(lo: f64, hi: f64, max_ticks: usize) -> Vec<(f64, String)> {
+#[must_use]
+pub fn ticks(lo: f64, hi: f64, max_ticks: usize) -> Vec<(f64, String)> {
     let span = hi - lo;
     if !(span.is_finite() && span > 0.0) || max_ticks == 0 {
         return Vec::new();
@@ -85,7 +92,7 @@ pub(super) fn ticks(lo: f64, hi: f64, max_ticks: usize) -> Vec<(f64, String)> {
 
 /// Draws the frame `rect` with ticks and labels: `x` ticks below it, `y` ticks left of it
 /// (labels right-aligned against the ticks).
-pub(super) fn frame(
+pub fn frame(
     canvas: &mut Canvas,
     rect: Rect,
     x: Option<(&Scale, usize)>,
