@@ -88,7 +88,10 @@ impl Envelope {
         for (what, actual) in [
             ("envelope: min", min.len()),
             ("envelope: max", max.len()),
-            ("envelope: NaN counts", nan.as_ref().map_or(values, Vec::len)),
+            (
+                "envelope: NaN counts",
+                nan.as_ref().map_or(values, Vec::len),
+            ),
         ] {
             if actual != values {
                 return Err(Error::Shape {
@@ -118,8 +121,7 @@ impl Envelope {
     /// `block` is not `channels * samples.len()` long. Nothing is changed on error.
     pub fn fold(&mut self, block: &[f32], order: Order, samples: Range<u64>) -> Result<()> {
         let range = self.columns.samples();
-        if samples.start > samples.end || samples.start < range.start || samples.end > range.end
-        {
+        if samples.start > samples.end || samples.start < range.start || samples.end > range.end {
             return Err(Error::invalid(
                 "envelope: fold",
                 format!(
@@ -143,38 +145,76 @@ impl Envelope {
         let width = self.columns.len();
         let first = self.columns.column_of(samples.start).unwrap_or(0);
         let last = self.columns.column_of(samples.end - 1).unwrap_or(0);
-        for k in first..=last {
-            let column = self.columns.column(k);
-            // The part of column k inside the block, as offsets into the block.
-            let from = (column.start.max(samples.start) - samples.start) as usize;
-            let to = (column.end.min(samples.end) - samples.start) as usize;
-            for c in 0..self.channels {
-                let at = c * width + k;
-                let mut fold = Fold {
-                    min: self.min[at],
-                    max: self.max[at],
-                    nan: 0,
-                };
-                match order {
-                    Order::ChannelMajor => {
-                        for &v in &block[c * len + from..c * len + to] {
-                            fold.push(v);
-                        }
-                    }
-                    Order::Interleaved => {
-                        for s in from..to {
-                            fold.push(block[s * self.channels + c]);
-                        }
+        // The part of each column inside the block, as offsets into the block.
+        let parts: Vec<(usize, Range<usize>)> = (first..=last)
+            .map(|k| {
+                let column = self.columns.column(k);
+                let from = (column.start.max(samples.start) - samples.start) as usize;
+                let to = (column.end.min(samples.end) - samples.start) as usize;
+                (k, from..to)
+            })
+            .collect();
+        match order {
+            // Row by row, each column's part a contiguous slice.
+            Order::ChannelMajor => {
+                for (c, row) in block.chunks_exact(len).enumerate() {
+                    for (k, part) in &parts {
+                        let at = c * width + k;
+                        let mut fold = Fold {
+                            min: self.min[at],
+                            max: self.max[at],
+                            nan: 0,
+                        };
+                        fold.push_slice(&row[part.clone()]);
+                        self.store(at, &fold);
                     }
                 }
-                self.min[at] = fold.min;
-                self.max[at] = fold.max;
-                if let Some(nan) = &mut self.nan {
-                    nan[at] = nan[at].saturating_add(fold.nan);
+            }
+            // Column by column, all channels' running folds side by side, each sample's
+            // channels a contiguous slice (the updates of one sample's channels vectorise).
+            Order::Interleaved => {
+                let channels = self.channels;
+                let (mut min, mut max) = (vec![0.0; channels], vec![0.0; channels]);
+                let mut nan = vec![0u32; channels];
+                for (k, part) in &parts {
+                    for c in 0..channels {
+                        (min[c], max[c]) = (self.min[c * width + k], self.max[c * width + k]);
+                    }
+                    let rows = &block[part.start * channels..part.end * channels];
+                    // At most SLICE_CHUNK samples at a time, so the NaN counts fit a u32.
+                    for chunk in rows.chunks(SLICE_CHUNK.saturating_mul(channels)) {
+                        nan.fill(0);
+                        for row in chunk.chunks_exact(channels) {
+                            for (((&v, lo), hi), n) in
+                                row.iter().zip(&mut min).zip(&mut max).zip(&mut nan)
+                            {
+                                *lo = if v < *lo { v } else { *lo };
+                                *hi = if v > *hi { v } else { *hi };
+                                *n += u32::from(v.is_nan());
+                            }
+                        }
+                        for c in 0..channels {
+                            let fold = Fold {
+                                min: min[c],
+                                max: max[c],
+                                nan: nan[c],
+                            };
+                            self.store(c * width + k, &fold);
+                        }
+                    }
                 }
             }
         }
         Ok(())
+    }
+
+    /// Writes a column's running fold back (adding its NaN count, saturating).
+    fn store(&mut self, at: usize, fold: &Fold) {
+        self.min[at] = fold.min;
+        self.max[at] = fold.max;
+        if let Some(nan) = &mut self.nan {
+            nan[at] = nan[at].saturating_add(fold.nan);
+        }
     }
 
     /// Channels.
@@ -232,6 +272,12 @@ struct Fold {
     nan: u32,
 }
 
+/// Independent running folds [`Fold::push_slice`] keeps, so the compiler can vectorise them.
+const LANES: usize = 8;
+
+/// Values [`Fold::push_slice`] folds at a time, so its NaN counts fit a `u32`.
+const SLICE_CHUNK: usize = 1 << 28;
+
 impl Fold {
     #[inline]
     fn push(&mut self, v: f32) {
@@ -243,6 +289,74 @@ impl Fold {
         }
         if v.is_nan() {
             self.nan = self.nan.saturating_add(1);
+        }
+    }
+
+    /// [`push`](Self::push) of every value of `values` in order, with the same result.
+    ///
+    /// [`LANES`] running folds take every `LANES`-th value, then fold into one: its minimum
+    /// has the value of the sequential fold's, and the same bits unless it is a zero (the only
+    /// equal values with different bits). A zero minimum is the first value equal to zero, as
+    /// the sequential fold keeps; then the slice's fold merges into the running one as one
+    /// value would (only a smaller minimum replaces it).
+    fn push_slice(&mut self, values: &[f32]) {
+        if values.len() < 2 * LANES {
+            let mut nan = 0;
+            for &v in values {
+                self.min = if v < self.min { v } else { self.min };
+                self.max = if v > self.max { v } else { self.max };
+                nan += u32::from(v.is_nan());
+            }
+            self.nan = self.nan.saturating_add(nan);
+            return;
+        }
+        for chunk in values.chunks(SLICE_CHUNK) {
+            let mut min = [f32::INFINITY; LANES];
+            let mut max = [f32::NEG_INFINITY; LANES];
+            let mut nan = [0u32; LANES];
+            let groups = chunk.chunks_exact(LANES);
+            let rest = groups.remainder();
+            for group in groups {
+                for j in 0..LANES {
+                    let v = group[j];
+                    min[j] = if v < min[j] { v } else { min[j] };
+                    max[j] = if v > max[j] { v } else { max[j] };
+                    nan[j] += u32::from(v.is_nan());
+                }
+            }
+            let mut slice = Self {
+                min: f32::INFINITY,
+                max: f32::NEG_INFINITY,
+                nan: 0,
+            };
+            for j in 0..LANES {
+                if min[j] < slice.min {
+                    slice.min = min[j];
+                }
+                if max[j] > slice.max {
+                    slice.max = max[j];
+                }
+                slice.nan += nan[j];
+            }
+            for &v in rest {
+                slice.push(v);
+            }
+            for extreme in [&mut slice.min, &mut slice.max] {
+                if *extreme == 0.0 {
+                    *extreme = chunk
+                        .iter()
+                        .copied()
+                        .find(|&v| v == 0.0)
+                        .unwrap_or(*extreme);
+                }
+            }
+            if slice.min < self.min {
+                self.min = slice.min;
+            }
+            if slice.max > self.max {
+                self.max = slice.max;
+            }
+            self.nan = self.nan.saturating_add(slice.nan);
         }
     }
 }
