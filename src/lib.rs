@@ -31,6 +31,7 @@ pub mod passes;
 pub mod recall;
 pub mod sorting;
 pub mod synthetic;
+pub mod view_figures;
 pub mod whitening;
 
 /// A progress bar over `len` steps counted in `unit` (e.g. `"windows"`), drawn on stderr, or

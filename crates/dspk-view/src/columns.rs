@@ -208,7 +208,11 @@ mod tests {
         for k in 0..columns.len() {
             let range = columns.column(k);
             assert!(range.start < range.end, "column {k} empty: {range:?}");
-            for s in [range.start, range.end - 1, range.start + (range.end - range.start) / 2] {
+            for s in [
+                range.start,
+                range.end - 1,
+                range.start + (range.end - range.start) / 2,
+            ] {
                 assert_eq!(columns.column_of(s), Some(k), "sample {s}");
             }
         }

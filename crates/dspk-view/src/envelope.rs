@@ -112,8 +112,10 @@ impl Envelope {
 
     /// Folds a block of samples into the columns it overlaps: `block` holds samples
     /// `samples` (which must lie inside the columns' range) of every channel, in `order`.
-    /// Blocks may come in any order and sizes; folding all of a range's samples once, in
-    /// whatever blocks, gives the same envelope as [`from_samples`](Self::from_samples).
+    /// Folding all of a range's samples once, in blocks of any sizes taken in sample order,
+    /// gives the same bits as [`from_samples`](Self::from_samples); in any other order the
+    /// same values (only the sign of a zero extreme may differ: the first of equal values is
+    /// kept).
     ///
     /// # Errors
     ///

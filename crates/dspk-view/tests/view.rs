@@ -17,8 +17,11 @@ const CHANNELS: usize = 5;
 /// Not a multiple of any bucket or page.
 const SAMPLES: u64 = 70_001;
 
+/// A recording, the values it reads (channel-major) and its planted spikes (channel, sample).
+type Planted = (Arc<dyn RecordingSource>, Vec<f32>, Vec<(usize, u64)>);
+
 /// Noise in [-100, 100) with planted spikes of +-1000 at known places, and one run of NaN.
-fn recording(seed: u64) -> (Arc<dyn RecordingSource>, Vec<f32>, Vec<(usize, u64)>) {
+fn recording(seed: u64) -> Planted {
     let mut rng = Rng::new(seed);
     let n = SAMPLES as usize;
     let mut values: Vec<f32> = (0..CHANNELS * n)
@@ -150,9 +153,12 @@ fn views_are_exact_from_every_source() {
                 );
                 // Whole buckets: every inner edge on the bucket grid.
                 for k in 1..columns.len() {
-                    assert_eq!(columns.edge(k) % bucket, 0, "case {case}: edge {k}");
+                    assert!(
+                        columns.edge(k).is_multiple_of(bucket),
+                        "case {case}: edge {k}"
+                    );
                 }
-                assert!(covered.end == SAMPLES || covered.end % bucket == 0);
+                assert!(covered.end == SAMPLES || covered.end.is_multiple_of(bucket));
                 assert!(view.envelope.nan_counts().is_none());
             }
         }
@@ -233,8 +239,7 @@ fn unbuilt_pages_fall_back_to_raw_or_say_incomplete() {
     let (source, values, _) = recording(9);
     let layout = PyramidLayout::with_buckets(CHANNELS, SAMPLES, 16, 4, 4096).unwrap();
     let pyramid = Arc::new(Pyramid::in_memory(layout));
-    let backend =
-        LocalBackend::with_pyramid(Arc::clone(&source), Arc::clone(&pyramid)).unwrap();
+    let backend = LocalBackend::with_pyramid(Arc::clone(&source), Arc::clone(&pyramid)).unwrap();
     // Short: read raw (complete). Long, over the fallback: the pyramid's empty columns.
     let short = backend
         .view(&ViewRequest {

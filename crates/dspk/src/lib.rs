@@ -33,8 +33,9 @@
 //! - `zarr` (default): Zarr stores in [`open`] and `io` (blosc and zstd, built from C).
 //! - `nwb` (default; implies `synapse` and `zarr`): NWB files (HDF5) and NWB-Zarr stores.
 //! - `kilosort` (default): the `kilosort` module, the Kilosort4 and EMUsort sorter.
-//! - `view`, `stream`: the `view` and `stream` modules, off by default while those crates
-//!   are empty.
+//! - `view` (default): the `view` module, min/max envelopes, pyramids and pictures of
+//!   recordings (the sorter's summary picture draws with it).
+//! - `stream`: the `stream` module, off by default while that crate is empty.
 //! - `test-util`: the `test_util` module, helpers for testing crates built on dspk.
 //!
 //! `default-features = false, features = ["wgpu"]` builds the core, the files of [`io`] and
@@ -57,7 +58,7 @@ pub use dspk_stream as stream;
 /// Electrophysiology: neural formats, probes, sorting outputs, ground truth.
 #[cfg(feature = "synapse")]
 pub use dspk_synapse as synapse;
-/// Min/max envelopes for viewing.
+/// Min/max envelopes, pyramids and pictures for viewing.
 #[cfg(feature = "view")]
 pub use dspk_view as view;
 
