@@ -285,12 +285,31 @@ impl Pyramid {
         let range = columns.samples();
         let width = columns.len();
         let step = columns.grid_step().unwrap_or(bucket);
-        let first_column = range.start / step;
         let mut min = vec![f32::INFINITY; channels.len() * width];
         let mut max = vec![f32::NEG_INFINITY; channels.len() * width];
-        let mut fold = |out: usize, bucket_index: u64, lo: f32, hi: f32| {
-            let at = out * width + (bucket_index * bucket / step - first_column) as usize;
-            merge(&mut min[at], &mut max[at], lo, hi);
+        // Buckets per column; column k of the answer holds buckets `per_column * (k + first)`
+        // onwards (a step is a whole number of buckets).
+        let per_column = step / bucket;
+        let first = range.start / step * per_column;
+        // Merges buckets `from..` of a row (`lo`, `hi`, the row's bucket `from` first) into the
+        // columns they fall in, column by column, in sample order.
+        let mut fold = |out: usize, from: u64, lo: &[f32], hi: &[f32]| {
+            let mut g = from;
+            let mut at = 0;
+            while at < lo.len() {
+                let column = ((g - first) / per_column) as usize;
+                let end = ((column as u64 + 1) * per_column + first - g) as usize;
+                let end = (at + end).min(lo.len());
+                let (m, x) = (
+                    &mut min[out * width + column],
+                    &mut max[out * width + column],
+                );
+                for (&l, &h) in lo[at..end].iter().zip(&hi[at..end]) {
+                    merge(m, x, l, h);
+                }
+                g += (end - at) as u64;
+                at = end;
+            }
         };
         let buckets = range.start / bucket..range.end.div_ceil(bucket);
         let pages = self.layout.pages_of(&range);
@@ -311,14 +330,20 @@ impl Pyramid {
                     (&mut row_min, &mut row_max),
                     &mut scratch,
                 )?;
-                let first = page * per_page;
-                let inside = buckets.start.max(first)..buckets.end.min(first + per_page);
+                let start = page * per_page;
+                let inside = buckets.start.max(start)..buckets.end.min(start + per_page);
+                let (a, b) = (
+                    (inside.start - start) as usize,
+                    (inside.end - start) as usize,
+                );
                 for (out, &c) in channels.iter().enumerate() {
                     let row = rows.index(c) * per_page as usize;
-                    for g in inside.clone() {
-                        let j = row + (g - first) as usize;
-                        fold(out, g, row_min[j], row_max[j]);
-                    }
+                    fold(
+                        out,
+                        inside.start,
+                        &row_min[row + a..row + b],
+                        &row_max[row + a..row + b],
+                    );
                 }
             }
         } else {
@@ -329,11 +354,15 @@ impl Pyramid {
             complete = pages.clone().all(|p| self.page_filled(p));
             let values = &coarse[level - self.layout.page_levels()];
             let count = self.layout.buckets(level) as usize;
+            let (a, b) = (buckets.start as usize, buckets.end as usize);
             for (out, &c) in channels.iter().enumerate() {
-                for g in buckets.clone() {
-                    let j = c * count + g as usize;
-                    fold(out, g, values.min[j], values.max[j]);
-                }
+                let row = c * count;
+                fold(
+                    out,
+                    buckets.start,
+                    &values.min[row + a..row + b],
+                    &values.max[row + a..row + b],
+                );
             }
         }
         let envelope = Envelope::from_parts(channels.len(), columns.clone(), min, max, None)?;
