@@ -48,6 +48,48 @@ pub fn encode(message: &Message) -> Result<Bytes> {
     Ok(out.freeze())
 }
 
+/// The framed bytes of a message whose kind's last field is a large `bytes` field (a signal
+/// frame's samples, a read answer's words), in two parts: everything before the payload, and
+/// the payload itself, shared, not copied. Their concatenation equals [`encode`] of the same
+/// message.
+///
+/// `kind_tag` is the kind's tag in [`Message`], `head` the kind's message with the payload
+/// field empty, `payload_tag` the payload field's tag.
+///
+/// # Errors
+///
+/// [`Error::OverLimit`] for a message longer than `u32::MAX` bytes.
+pub(crate) fn encode_with_payload(
+    kind_tag: u32,
+    head: &impl prost::Message,
+    payload_tag: u32,
+    payload: Bytes,
+) -> Result<[Bytes; 2]> {
+    use prost::encoding::{WireType, encode_key, encode_varint, encoded_len_varint, key_len};
+    let payload_len = if payload.is_empty() {
+        0
+    } else {
+        key_len(payload_tag) + encoded_len_varint(payload.len() as u64) + payload.len()
+    };
+    let inner = head.encoded_len() + payload_len;
+    let outer = key_len(kind_tag) + encoded_len_varint(inner as u64) + inner;
+    let prefix = u32::try_from(outer).map_err(|_| Error::OverLimit {
+        what: "message length (bytes)",
+        requested: outer as u64,
+        limit: u64::from(u32::MAX),
+    })?;
+    let mut out = BytesMut::with_capacity(PREFIX_BYTES + outer - payload.len());
+    out.put_u32_le(prefix);
+    encode_key(kind_tag, WireType::LengthDelimited, &mut out);
+    encode_varint(inner as u64, &mut out);
+    head.encode_raw(&mut out);
+    if !payload.is_empty() {
+        encode_key(payload_tag, WireType::LengthDelimited, &mut out);
+        encode_varint(payload.len() as u64, &mut out);
+    }
+    Ok([out.freeze(), payload])
+}
+
 /// The body length a prefix announces, checked against `max_message`.
 ///
 /// # Errors
@@ -255,6 +297,26 @@ mod tests {
             out
         });
         assert_eq!(read, messages);
+    }
+
+    #[test]
+    fn split_encoding_equals_whole_encoding() {
+        for n in [0usize, 1, 63, 64, 70_000] {
+            let message = frame(n);
+            let Some(Body::SignalFrame(signal)) = message.body.clone() else {
+                unreachable!()
+            };
+            let head = SignalFrame {
+                samples: Bytes::new(),
+                ..signal.clone()
+            };
+            let [a, b] = encode_with_payload(4, &head, 4, signal.samples.clone()).unwrap();
+            assert_eq!(
+                [&a[..], &b[..]].concat(),
+                &encode(&message).unwrap()[..],
+                "{n}"
+            );
+        }
     }
 
     #[test]

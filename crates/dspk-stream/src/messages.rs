@@ -598,6 +598,9 @@ mod tests {
     use super::*;
     use dspk_view::Order;
 
+    /// A change to a good message, and what the error must say.
+    type Case<T> = (&'static str, Box<dyn Fn(&mut T)>);
+
     fn info() -> RecordingInfo {
         let channels = (0..3)
             .map(|c| ChannelInfo::new(format!("AP{c}"), 2.34375 + c as f64, -1.5 * c as f64, "uV"))
@@ -622,7 +625,7 @@ mod tests {
     #[test]
     fn bad_headers_say_what_is_wrong() {
         let good = Header::from_info(&info(), true, 1024).unwrap();
-        let cases: Vec<(&str, Box<dyn Fn(&mut Header)>)> = vec![
+        let cases: Vec<Case<Header>> = vec![
             ("at least one channel", Box::new(|h| h.channels.clear())),
             ("finite", Box::new(|h| h.channels[1].gain = f64::NAN)),
             ("finite", Box::new(|h| h.channels[2].offset = f64::INFINITY)),
@@ -753,7 +756,7 @@ mod tests {
             ViewSource::Raw,
         ))
         .unwrap();
-        let cases: Vec<(&str, Box<dyn Fn(&mut ViewAnswer)>)> = vec![
+        let cases: Vec<Case<ViewAnswer>> = vec![
             (
                 "3 channels for a request of 2",
                 Box::new(|a| a.channels = 3),
