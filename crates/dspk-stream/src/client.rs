@@ -2,9 +2,9 @@
 //! the remote recording as a [`RecordingSource`] and a [`SignalBackend`], so a remote recording
 //! is viewed and processed like a local one.
 //!
-//! The API blocks; it runs on a small runtime shared by every session of the process (two
-//! threads, started on first use). Its calls must not be made from inside an async runtime
-//! (they say so with an error): call them from a plain thread, or `spawn_blocking`.
+//! The API blocks; the connections run on a small runtime shared by every session of the
+//! process (two threads, started on first use), and each call waits on its own thread, so it
+//! may be made from any thread (from async code, prefer `spawn_blocking`: the call blocks).
 
 use std::net::SocketAddr;
 use std::ops::Range;
@@ -196,17 +196,34 @@ fn runtime() -> Result<&'static tokio::runtime::Runtime> {
         })
 }
 
-/// Runs `future` to completion on the shared runtime, from a plain thread.
-fn block<T>(future: impl Future<Output = Result<T>>) -> Result<T> {
-    if tokio::runtime::Handle::try_current().is_ok() {
-        return Err(Error::System {
-            what: "dspk-stream session",
-            reason: "a blocking call made from inside an async runtime: call it from a plain \
-                     thread or spawn_blocking"
-                .into(),
-        });
+/// Wakes a thread parked in [`block`].
+struct ThreadWaker(std::thread::Thread);
+
+impl std::task::Wake for ThreadWaker {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
     }
-    runtime()?.block_on(future)
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+/// Runs `future` to completion on the calling thread, parked between polls; its timers and
+/// the tasks it spawns belong to the shared runtime, whose threads drive the connections.
+/// Works from any thread, a `spawn_blocking` thread included (a thread of another runtime is
+/// blocked meanwhile).
+fn block<T>(future: impl Future<Output = Result<T>>) -> Result<T> {
+    let _context = runtime()?.enter();
+    let mut future = std::pin::pin!(future);
+    let waker = std::task::Waker::from(Arc::new(ThreadWaker(std::thread::current())));
+    let mut context = std::task::Context::from_waker(&waker);
+    loop {
+        if let std::task::Poll::Ready(output) = future.as_mut().poll(&mut context) {
+            return output;
+        }
+        std::thread::park();
+    }
 }
 
 struct Inner {

@@ -120,9 +120,11 @@ pub struct ServerStats {
     pub dropped_slow: u64,
     /// Signal subscriptions running now.
     pub subscriptions: usize,
-    /// Frames waiting in all per-client queues now.
+    /// Frames waiting in all per-client queues, or being written, now (at most
+    /// `queue_frames + 1` per subscription).
     pub queued_frames: usize,
-    /// The most frames that ever waited in all per-client queues at once.
+    /// The most frames that ever waited in all per-client queues, or were being written, at
+    /// once.
     pub peak_queued_frames: usize,
     /// Signal frames sent.
     pub frames_sent: u64,
@@ -749,18 +751,16 @@ async fn produce_recording(shared: &Arc<Shared>, from: u64, tx: mpsc::Sender<Que
                         / u128::from(rate.numerator());
                 let due = started + Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX));
                 tokio::time::sleep_until(due).await;
-                match tx.try_send(Queued::new(parts, shared)) {
-                    Ok(()) => {}
-                    Err(mpsc::error::TrySendError::Full(_)) => {
-                        bump(&shared.counters.frames_skipped);
-                    }
-                    Err(mpsc::error::TrySendError::Closed(_)) => return,
+                if !try_enqueue(&tx, parts, shared) {
+                    return;
                 }
             }
             Pacing::AsFastAsPossible => {
-                if tx.send(Queued::new(parts, shared)).await.is_err() {
+                // A place first, then the frame: a frame is counted only once it is queued.
+                let Ok(place) = tx.reserve().await else {
                     return;
-                }
+                };
+                place.send(Queued::new(parts, shared));
             }
         }
         sequence += 1;
@@ -796,11 +796,25 @@ async fn produce_live(shared: &Arc<Shared>, feed: &LiveFeed, from: u64, tx: mpsc
         ) else {
             return;
         };
-        match tx.try_send(Queued::new(parts, shared)) {
-            Ok(()) => {}
-            Err(mpsc::error::TrySendError::Full(_)) => bump(&shared.counters.frames_skipped),
-            Err(mpsc::error::TrySendError::Closed(_)) => return,
+        if !try_enqueue(&tx, parts, shared) {
+            return;
         }
+    }
+}
+
+/// Queues a frame if the client's queue has room, else skips it (counted); `false` when the
+/// client is gone.
+fn try_enqueue(tx: &mpsc::Sender<Queued>, parts: [Bytes; 2], shared: &Arc<Shared>) -> bool {
+    match tx.try_reserve() {
+        Ok(place) => {
+            place.send(Queued::new(parts, shared));
+            true
+        }
+        Err(mpsc::error::TrySendError::Full(())) => {
+            bump(&shared.counters.frames_skipped);
+            true
+        }
+        Err(mpsc::error::TrySendError::Closed(())) => false,
     }
 }
 
