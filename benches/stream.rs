@@ -1,0 +1,232 @@
+//! dspk-stream measured on loopback: the signal stream's throughput (stored int16 words,
+//! as fast as the client reads) in GB/s and as a multiple of real time, and the latency of
+//! view requests alone and while the signal stream runs flat out.
+//!
+//! ```text
+//! cargo bench --bench stream
+//! cargo bench --bench stream -- --channels 384 --seconds 10 --udp 1472,65527
+//! ```
+//!
+//! Flags: `--channels` (384), `--seconds` of recording held in memory and streamed per run
+//! (5), `--rate` in Hz (30000), `--udp`: the largest UDP payloads to try (a list, default
+//! `1472,65527`: Ethernet's, and loopback's, which path MTU discovery reaches there),
+//! `--views` requested per latency run (40).
+//!
+//! The recording is random int16 samples in memory, so the server's reads are copies and the
+//! figures are the protocol's and the transport's (TLS 1.3 encryption included). One line per
+//! figure, `stream <what> key=value ...`.
+
+use std::error::Error;
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use dspk::rng::SplitMix64;
+use dspk::stream::{
+    ClientTls, Identity, Pacing, Server, ServerOptions, ServerTls, Session, SessionOptions,
+    TransportOptions, Trust,
+};
+use dspk::view::{LocalBackend, SignalBackend, ViewRequest};
+use dspk::{ChannelInfo, MemoryRecording, SampleRate};
+use dspk_examples::finish;
+
+struct Flags {
+    channels: usize,
+    seconds: u64,
+    rate: u64,
+    udp: Vec<u16>,
+    views: usize,
+}
+
+fn flags() -> Result<Flags, Box<dyn Error>> {
+    let mut flags = Flags {
+        channels: 384,
+        seconds: 5,
+        rate: 30_000,
+        udp: vec![1472, 65527],
+        views: 40,
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let mut value = || args.next().ok_or_else(|| format!("{arg} needs a value"));
+        match arg.as_str() {
+            "--channels" => flags.channels = value()?.parse()?,
+            "--seconds" => flags.seconds = value()?.parse()?,
+            "--rate" => flags.rate = value()?.parse()?,
+            "--views" => flags.views = value()?.parse()?,
+            "--udp" => {
+                flags.udp = value()?
+                    .split(',')
+                    .map(str::parse)
+                    .collect::<Result<_, _>>()?;
+            }
+            // cargo bench passes --bench to every harness-less bench.
+            "--bench" => {}
+            other => return Err(format!("unknown argument `{other}`").into()),
+        }
+    }
+    Ok(flags)
+}
+
+fn main() -> ExitCode {
+    finish(run())
+}
+
+fn run() -> Result<(), Box<dyn Error>> {
+    let flags = flags()?;
+    let samples = flags.seconds * flags.rate;
+    let mut rng = SplitMix64::new(42);
+    let values: Vec<i16> = (0..flags.channels as u64 * samples)
+        .map(|_| (rng.next_u64() >> 54) as i16 - 512)
+        .collect();
+    let channels = (0..flags.channels)
+        .map(|c| ChannelInfo::new(format!("AP{c}"), 2.343_75, 0.0, "uV"))
+        .collect();
+    let recording = Arc::new(MemoryRecording::from_samples(
+        channels,
+        SampleRate::from_hz(flags.rate)?,
+        &values,
+    )?);
+    drop(values);
+    let identity = Identity::self_signed(&["localhost"])?;
+    let tls = ServerTls {
+        identity: identity.clone(),
+        client_authorities: None,
+    };
+    let client_tls = ClientTls {
+        trust: Trust::with(identity.certificates())?,
+        identity: None,
+    };
+    for &udp in &flags.udp {
+        let transport = TransportOptions {
+            max_udp_payload: udp,
+            ..TransportOptions::default()
+        };
+        let server = Server::bind(
+            "127.0.0.1:0".parse()?,
+            &tls,
+            LocalBackend::new(recording.clone()),
+            ServerOptions {
+                pacing: Pacing::AsFastAsPossible,
+                transport,
+                ..ServerOptions::default()
+            },
+        )?;
+        let addr = server.local_addr()?;
+        let options = SessionOptions {
+            transport,
+            ..SessionOptions::default()
+        };
+        let session = Session::connect(addr, "localhost", &client_tls, options.clone())?;
+        // A first pass warms the path (MTU discovery, windows); the second is measured.
+        let _ = stream_once(&session)?;
+        let (bytes, secs) = stream_once(&session)?;
+        let real = bytes as f64 / (flags.channels as f64 * 2.0 * flags.rate as f64);
+        println!(
+            "stream throughput channels={} rate_hz={} udp_payload={udp} bytes={bytes} secs={secs:.3} \
+             gb_per_s={:.3} x_real_time={:.1}",
+            flags.channels,
+            flags.rate,
+            bytes as f64 / secs / 1e9,
+            real / secs
+        );
+        let idle = view_latencies(&session, flags.views, samples)?;
+        print_latencies("idle", udp, &idle);
+        let loaded = latencies_under_load(addr, &client_tls, &options, flags.views, samples)?;
+        print_latencies("under_load", udp, &loaded.0);
+        println!(
+            "stream signal_during_views udp_payload={udp} gb_per_s={:.3}",
+            loaded.1
+        );
+        drop(session);
+        server.shutdown();
+    }
+    Ok(())
+}
+
+/// Receives the whole recording once: stored bytes and seconds.
+fn stream_once(session: &Session) -> Result<(u64, f64), Box<dyn Error>> {
+    let started = Instant::now();
+    let mut signal = session.subscribe(0)?;
+    let mut bytes = 0u64;
+    while let Some(frame) = signal.next_frame()? {
+        bytes += frame.data().len() as u64;
+    }
+    Ok((bytes, started.elapsed().as_secs_f64()))
+}
+
+/// View request latencies (seconds): every channel, a second of recording at a spread of
+/// offsets, 1000 columns.
+fn view_latencies(
+    backend: &dyn SignalBackend,
+    count: usize,
+    samples: u64,
+) -> Result<Vec<f64>, Box<dyn Error>> {
+    let channels = backend.info().all_channels();
+    let span = (samples / 5).max(1);
+    let mut latencies = Vec::with_capacity(count);
+    for k in 0..count as u64 {
+        let start = (k * 7919) % (samples - span + 1);
+        let request = ViewRequest {
+            channels: channels.clone(),
+            samples: start..start + span,
+            width: 1000.min(span as usize),
+        };
+        let started = Instant::now();
+        backend.view(&request)?;
+        latencies.push(started.elapsed().as_secs_f64());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(latencies)
+}
+
+/// View latencies while another session of the same client receives the signal flat out
+/// (looping over the recording), and that signal's rate in GB/s meanwhile.
+fn latencies_under_load(
+    addr: SocketAddr,
+    tls: &ClientTls,
+    options: &SessionOptions,
+    count: usize,
+    samples: u64,
+) -> Result<(Vec<f64>, f64), Box<dyn Error>> {
+    let viewer = Session::connect(addr, "localhost", tls, options.clone())?;
+    let streamer = Session::connect(addr, "localhost", tls, options.clone())?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let load = {
+        let stop = stop.clone();
+        std::thread::spawn(move || -> Result<(u64, f64), String> {
+            let started = Instant::now();
+            let mut bytes = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let mut signal = streamer.subscribe(0).map_err(|e| e.to_string())?;
+                while let Some(frame) = signal.next_frame().map_err(|e| e.to_string())? {
+                    bytes += frame.data().len() as u64;
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                }
+            }
+            Ok((bytes, started.elapsed().as_secs_f64()))
+        })
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    let latencies = view_latencies(&viewer, count, samples);
+    stop.store(true, Ordering::Relaxed);
+    let (bytes, secs) = load.join().map_err(|_| "the load thread panicked")??;
+    Ok((latencies?, bytes as f64 / secs / 1e9))
+}
+
+fn print_latencies(what: &str, udp: u16, latencies: &[f64]) {
+    let mut sorted = latencies.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let at = |q: f64| sorted[((sorted.len() - 1) as f64 * q).round() as usize] * 1e3;
+    println!(
+        "stream view_latency load={what} udp_payload={udp} views={} median_ms={:.2} p90_ms={:.2} max_ms={:.2}",
+        sorted.len(),
+        at(0.5),
+        at(0.9),
+        at(1.0)
+    );
+}
