@@ -349,9 +349,12 @@ impl Session {
                     }));
                 }
             }
-            let recv = match tokio::time::timeout(timeout, inner.connection.accept_uni()).await {
+            let mut recv = match tokio::time::timeout(timeout, inner.connection.accept_uni()).await
+            {
                 Ok(Ok(recv)) => recv,
-                Ok(Err(e)) => return Err(transport::connection_error(&inner.peer, "server", &e)),
+                Ok(Err(e)) => {
+                    return Err(transport::connection_error(&inner.peer, "server", &e));
+                }
                 Err(_) => {
                     return Err(Error::Timeout {
                         what: "signal stream",
@@ -359,6 +362,29 @@ impl Session {
                     });
                 }
             };
+            let limits = ReadLimits {
+                max_message: inner.options.max_message,
+                idle: Some(timeout),
+                body: timeout,
+            };
+            let start = framing::read_message(&mut recv, &limits, "signal start")
+                .await
+                .map_err(fail)?;
+            match start.and_then(|m| m.body) {
+                Some(Body::Start(start)) if start.from_sample == from_sample => {}
+                Some(Body::Start(start)) => {
+                    return Err(Error::Protocol(format!(
+                        "a signal stream from sample {} answered a subscribe from {from_sample}",
+                        start.from_sample
+                    )));
+                }
+                other => {
+                    return Err(Error::Protocol(format!(
+                        "expected the signal stream's start, got {}",
+                        other.map_or("its end", |b| b.kind())
+                    )));
+                }
+            }
             let (tx, rx) = mpsc::channel(inner.options.frame_queue.max(1));
             let receiver = SignalReceiver {
                 connection: inner.connection.clone(),

@@ -5,8 +5,8 @@
 //! length prefix ([`crate::framing`]). Which kinds may come on which stream:
 //! - control stream (opened by the client): [`Hello`] -> [`Header`] (or [`ErrorMessage`]),
 //!   then [`Subscribe`] as often as the client wants to (re)start the signal;
-//! - signal stream (opened by the server after each subscribe): [`SignalFrame`]s, then
-//!   [`End`] when a recording without loop ends;
+//! - signal stream (opened by the server after each subscribe): [`Start`] at once, then
+//!   [`SignalFrame`]s, then [`End`] when a recording without loop ends;
 //! - request streams (one per request, opened by the client): [`ReadRequest`] ->
 //!   [`ReadAnswer`], or [`ViewRequest`] -> [`ViewAnswer`], or either -> [`ErrorMessage`].
 //!
@@ -25,7 +25,7 @@ use crate::{Error, Result};
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct Message {
     /// The message's kind and content (`None` only in a malformed message).
-    #[prost(oneof = "Body", tags = "1, 2, 3, 4, 5, 6, 7, 8, 9, 10")]
+    #[prost(oneof = "Body", tags = "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11")]
     pub body: Option<Body>,
 }
 
@@ -62,6 +62,10 @@ pub enum Body {
     /// Either way: a refused request or hello, with a code and a message.
     #[prost(message, tag = "10")]
     Error(ErrorMessage),
+    /// Server -> client: first on each signal stream, sent at once (a live source may have
+    /// no frame yet).
+    #[prost(message, tag = "11")]
+    Start(Start),
 }
 
 impl Body {
@@ -79,6 +83,7 @@ impl Body {
             Self::ViewRequest(_) => "view request",
             Self::ViewAnswer(_) => "view answer",
             Self::Error(_) => "error",
+            Self::Start(_) => "start",
         }
     }
 }
@@ -158,6 +163,14 @@ pub struct Header {
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct Subscribe {
     /// The first sample wanted (a live source starts at its newest frame at or after it).
+    #[prost(uint64, tag = "1")]
+    pub from_sample: u64,
+}
+
+/// The first message of a signal stream: which subscribe it answers.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Start {
+    /// The subscribe's first sample.
     #[prost(uint64, tag = "1")]
     pub from_sample: u64,
 }

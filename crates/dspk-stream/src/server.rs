@@ -15,7 +15,7 @@ use tokio::time::Instant;
 use crate::framing::{self, ReadLimits};
 use crate::live::LiveFeed;
 use crate::messages::{
-    Body, End, ErrorMessage, Header, Message, ReadAnswer, SignalFrame, ViewAnswer,
+    Body, End, ErrorMessage, Header, Message, ReadAnswer, SignalFrame, Start, ViewAnswer,
 };
 use crate::transport::{self, Identity, Trust};
 use crate::{Error, PROTOCOL_VERSION, Result, TransportOptions, code};
@@ -652,6 +652,14 @@ async fn subscription(
     let Ok(mut send) = connection.open_uni().await else {
         return;
     };
+    // At once, so the client sees the stream before the first frame (a live feed may have
+    // none for a while).
+    let Ok(start) = framing::encode(&Body::Start(Start { from_sample: from }).into()) else {
+        return;
+    };
+    if send.write_all(&start).await.is_err() {
+        return;
+    }
     let (tx, mut rx) = mpsc::channel::<Queued>(shared.options.queue_frames);
     let producer = async {
         match &shared.served {
@@ -768,9 +776,9 @@ async fn produce_recording(shared: &Arc<Shared>, from: u64, tx: mpsc::Sender<Que
     }
 }
 
-/// Forwards a live feed's frames from `from` (or the oldest still held after it) into the
-/// client's queue; frames the client was too slow for are skipped, their sequence numbers
-/// left out.
+/// Forwards a live feed's frames from `from` into the client's queue; frames the client fell
+/// too far behind for (more than the feed holds) are skipped, their sequence numbers left
+/// out.
 async fn produce_live(shared: &Arc<Shared>, feed: &LiveFeed, from: u64, tx: mpsc::Sender<Queued>) {
     let mut frames = feed.subscribe();
     loop {
@@ -796,9 +804,12 @@ async fn produce_live(shared: &Arc<Shared>, feed: &LiveFeed, from: u64, tx: mpsc
         ) else {
             return;
         };
-        if !try_enqueue(&tx, parts, shared) {
+        // Waiting here lets the feed's held frames absorb a burst; a client further behind
+        // than those lags, and skips.
+        let Ok(place) = tx.reserve().await else {
             return;
-        }
+        };
+        place.send(Queued::new(parts, shared));
     }
 }
 

@@ -418,6 +418,11 @@ fn fake_server(
                 let Ok(mut uni) = connection.open_uni().await else {
                     return;
                 };
+                let start = framing::encode(
+                    &Body::Start(dspk_stream::messages::Start { from_sample: 0 }).into(),
+                )
+                .unwrap();
+                let _ = uni.write_all(&start).await;
                 let _ = uni.write_all(&signal).await;
                 let _ = uni.finish();
                 connection.closed().await;

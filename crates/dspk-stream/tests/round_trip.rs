@@ -231,3 +231,60 @@ fn real_time_pacing_follows_the_rate_and_loops() {
     assert!(elapsed >= Duration::from_millis(280), "{elapsed:?}");
     assert!(elapsed < Duration::from_secs(3), "{elapsed:?}");
 }
+
+#[test]
+fn a_live_feed_reaches_its_subscribers_and_refuses_reads() {
+    use dspk_stream::{LiveFeed, Server, ServerTls};
+    let memory = recording(3, 1_000, 4);
+    let feed = LiveFeed::new(memory.info().clone(), 128, 64).unwrap();
+    let id = identity();
+    let server = Server::bind_live(
+        "127.0.0.1:0".parse().unwrap(),
+        &ServerTls {
+            identity: id.clone(),
+            client_authorities: None,
+        },
+        feed.clone(),
+        options(),
+    )
+    .unwrap();
+    let session = connect(server.local_addr().unwrap(), &id);
+    assert!(session.is_live());
+    assert_eq!(session.info().channels, memory.info().channels);
+    assert_eq!(session.info().sample_rate, memory.info().sample_rate);
+    let mut signal = session.subscribe(0).unwrap();
+    // Give the server's subscription time to start before pushing.
+    std::thread::sleep(Duration::from_millis(200));
+    // Push the recording in blocks of 300 samples (cut into frames of at most 128).
+    let mut block = vec![0u8; 3 * 300 * 2];
+    for start in (0..900u64).step_by(300) {
+        memory
+            .read_stored(&[0, 1, 2], start..start + 300, &mut block)
+            .unwrap();
+        assert_eq!(feed.push(&block).unwrap(), start);
+    }
+    let mut at = 0;
+    while at < 900 {
+        let frame = signal
+            .next_frame()
+            .unwrap_or_else(|e| panic!("{e}: {:?}", server.stats()))
+            .unwrap();
+        assert_eq!(frame.first_sample, at);
+        assert!(frame.num_samples <= 128);
+        let mut expected = vec![0u8; frame.num_samples * 2];
+        memory
+            .read_stored(&[1], at..at + frame.num_samples as u64, &mut expected)
+            .unwrap();
+        assert_eq!(frame.channel(1).unwrap(), &expected[..]);
+        at += frame.num_samples as u64;
+    }
+    assert!(feed.push(&[0u8; 5]).is_err(), "not whole samples");
+    let err = session
+        .request_view(&ViewRequest {
+            channels: vec![0],
+            samples: 0..10,
+            width: 5,
+        })
+        .unwrap_err();
+    assert!(err.to_string().contains("live source"), "{err}");
+}
