@@ -11,7 +11,8 @@
 //! Flags: `--channels` (384), `--minutes` of the throughput recording (10), `--threads` (a
 //! list, default `1,4,16` capped at the machine's cores), `--overview-minutes` of the latency
 //! recording (60), `--columns` of the overview (2000), `--file-minutes` of the int16 file the
-//! memory run writes in `--dir` (10; 0 skips it), `--no-device`.
+//! memory run writes in `--dir` (10; 0 skips it; it runs first, while the process holds
+//! nothing else, and its file is read from the page cache it was just written to), `--no-device`.
 //!
 //! The recordings are procedural (`dspk::SyntheticRecording`: samples computed when read, no
 //! disk), 30 kHz int16. Rates count the stored bytes (2 per sample) in GB/s of 10^9 bytes and
@@ -77,6 +78,12 @@ fn run() -> BoxResult<()> {
         None
     };
 
+    // First, while this process holds nothing else: memory while building from a file.
+    let threads = *args.threads.iter().max().unwrap_or(&1);
+    if args.file_minutes > 0 {
+        memory_run(&args, threads)?;
+    }
+
     // Build throughput, and the source's own read rate (the floor).
     let samples = args.minutes * 60 * RATE;
     let source: Arc<dyn RecordingSource> = Arc::new(synthetic(args.channels, samples)?);
@@ -111,7 +118,6 @@ fn run() -> BoxResult<()> {
     }
 
     // Overview latency: whole recording, every channel, `--columns` wide.
-    let threads = *args.threads.iter().max().unwrap_or(&1);
     for minutes in [args.minutes, args.overview_minutes] {
         let samples = minutes * 60 * RATE;
         let source: Arc<dyn RecordingSource> = Arc::new(synthetic(args.channels, samples)?);
@@ -153,9 +159,6 @@ fn run() -> BoxResult<()> {
         }
     }
 
-    if args.file_minutes > 0 {
-        memory_run(&args, threads)?;
-    }
     Ok(())
 }
 

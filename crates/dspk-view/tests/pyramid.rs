@@ -282,13 +282,14 @@ fn layout_levels_and_pages() {
         (0..5).map(|l| layout.bucket(l)).collect::<Vec<_>>(),
         [4, 16, 64, 256, 1024]
     );
-    assert_eq!(layout.page_levels(), 2);
+    // Level 1 (16 samples) divides the page but has only 3 buckets in it: kept in memory.
+    assert_eq!(layout.page_levels(), 1);
     assert_eq!(layout.pages(), 6);
     assert_eq!(layout.page_range(5), 240..277);
-    // Per page: 3 channels x (12 + 3 buckets) x min and max, and 3 NaN counts.
-    assert_eq!(layout.page_bytes(), 4 * (3 * 15 * 2 + 3));
-    // Coarse levels: 5 + 2 + 1 buckets.
-    assert_eq!(layout.coarse_bytes(), 8 * 3 * 8);
+    // Per page: 3 channels x 12 buckets x min and max, and 3 NaN counts.
+    assert_eq!(layout.page_bytes(), 4 * (3 * 12 * 2 + 3));
+    // Memory levels: 18 + 5 + 2 + 1 buckets.
+    assert_eq!(layout.coarse_bytes(), 8 * 3 * 26);
 
     let default = PyramidLayout::new(384, 30_000 * 600).unwrap();
     assert_eq!(
@@ -299,7 +300,13 @@ fn layout_levels_and_pages() {
         ),
         (64, 4, 1 << 15)
     );
-    assert_eq!(default.page_levels(), 5); // buckets 64 to 16 384
+    // Buckets 64 to 4 096 in the pages (8 or more per page); 16 384 in memory.
+    assert_eq!(default.page_levels(), 4);
+    // 24 hours of 1024 channels: the 16 384-sample level would take 1.3 GB of memory, so it
+    // stays in the pages (every level that divides the page).
+    let long = PyramidLayout::new(1024, 30_000 * 86_400).unwrap();
+    assert_eq!(long.page_levels(), 5);
+    assert!(long.coarse_bytes() < 1 << 30);
     // Level 9's bucket (16.8 M samples) is under the recording's 18 M, level 10's covers it.
     assert_eq!(default.levels(), 11);
     assert_eq!(default.bucket(9), 64 << 18);

@@ -18,6 +18,14 @@ pub const MAX_RESIDENT_BYTES: u64 = 1 << 30;
 /// Bytes a pyramid keeps per page besides its values (its state and slot).
 const PAGE_OVERHEAD: u64 = 48;
 
+/// Levels with fewer buckets than this in a page are kept in memory (see [`COARSE_BUDGET`]).
+const MIN_PAGE_BUCKETS: u64 = 8;
+
+/// The memory levels may take this many bytes when they include the levels with fewer than
+/// [`MIN_PAGE_BUCKETS`] per page (256 MiB: 384 channels for about 9 hours at 30 kHz in the
+/// default layout); past it those levels stay in the pages.
+const COARSE_BUDGET: u64 = 256 << 20;
+
 /// The shape of a pyramid: the recording's channels and samples, and how they are cut into
 /// levels of buckets and into pages.
 ///
@@ -27,9 +35,10 @@ const PAGE_OVERHEAD: u64 = 48;
 /// whose bucket covers the whole recording.
 ///
 /// The recording is cut into pages of `page_samples` samples (the last one shorter). A page
-/// holds every level whose bucket divides the page (the *in-page* levels), so pages can be
-/// built independently, in any order; the coarser levels are folded from the coarsest in-page
-/// level and kept in memory.
+/// holds the levels whose bucket divides the page with at least 8 buckets in it (the *in-page*
+/// levels; also those with fewer when keeping them in memory would take over 256 MiB), so
+/// pages can be built independently, in any order; the coarser levels are folded from the
+/// coarsest in-page level and kept in memory, where an overview reads them as contiguous rows.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PyramidLayout {
     channels: usize,
@@ -138,9 +147,27 @@ impl PyramidLayout {
         while bucket(levels - 1) < samples {
             levels += 1;
         }
-        let page_levels = (0..levels)
+        // Levels whose bucket divides the page can be stored in it; of those, the ones with
+        // fewer than MIN_PAGE_BUCKETS buckets per page are kept in memory instead when the
+        // memory levels stay within COARSE_BUDGET (an overview then reads contiguous rows,
+        // not a few values from every page).
+        let dividing = (0..levels)
             .take_while(|&l| page_samples.is_multiple_of(bucket(l)))
             .count();
+        let compact = (0..dividing)
+            .take_while(|&l| page_samples / bucket(l) >= MIN_PAGE_BUCKETS)
+            .count()
+            .max(1);
+        let memory_bytes = |first: usize| {
+            (first..levels)
+                .map(|l| (8 * channels as u64).saturating_mul(samples.div_ceil(bucket(l))))
+                .fold(0, u64::saturating_add)
+        };
+        let page_levels = if memory_bytes(compact) <= COARSE_BUDGET {
+            compact
+        } else {
+            dividing
+        };
         let layout = Self {
             channels,
             samples,

@@ -125,12 +125,10 @@ impl PageData {
 /// changes nothing. Folding children in sample order gives the bits of folding their samples.
 #[inline]
 pub(crate) fn merge(min: &mut f32, max: &mut f32, child_min: f32, child_max: f32) {
-    if child_min < *min {
-        *min = child_min;
-    }
-    if child_max > *max {
-        *max = child_max;
-    }
+    // Selects, not branches: x86's minss/maxss compute exactly these (the second operand on
+    // ties and NaN), and random data would mispredict a branch.
+    *min = if child_min < *min { child_min } else { *min };
+    *max = if child_max > *max { child_max } else { *max };
 }
 
 /// Little-endian `f32`s of `bytes` (whose length is a multiple of 4).

@@ -294,21 +294,22 @@ impl Pyramid {
         // Merges buckets `from..` of a row (`lo`, `hi`, the row's bucket `from` first) into the
         // columns they fall in, column by column, in sample order.
         let mut fold = |out: usize, from: u64, lo: &[f32], hi: &[f32]| {
-            let mut g = from;
+            // One division per row: the column of the first bucket and where it ends; then
+            // each column's run in turn.
+            let mut column = ((from - first) / per_column) as usize;
+            let mut run = ((column as u64 + 1) * per_column + first - from) as usize;
             let mut at = 0;
             while at < lo.len() {
-                let column = ((g - first) / per_column) as usize;
-                let end = ((column as u64 + 1) * per_column + first - g) as usize;
-                let end = (at + end).min(lo.len());
-                let (m, x) = (
-                    &mut min[out * width + column],
-                    &mut max[out * width + column],
-                );
+                let end = (at + run).min(lo.len());
+                let at_out = out * width + column;
+                let (mut m, mut x) = (min[at_out], max[at_out]);
                 for (&l, &h) in lo[at..end].iter().zip(&hi[at..end]) {
-                    merge(m, x, l, h);
+                    merge(&mut m, &mut x, l, h);
                 }
-                g += (end - at) as u64;
+                (min[at_out], max[at_out]) = (m, x);
                 at = end;
+                column += 1;
+                run = per_column as usize;
             }
         };
         let buckets = range.start / bucket..range.end.div_ceil(bucket);
@@ -316,33 +317,53 @@ impl Pyramid {
         let complete;
         if level < self.layout.page_levels() {
             complete = pages.clone().all(|p| self.page_filled(p));
-            let rows = Rows::new(channels);
             let per_page = self.layout.page_buckets(level) as u64;
+            // File pages: the query's channels' rows are read into `row_min`/`row_max`.
+            let rows = Rows::new(channels);
+            let row_of: Vec<usize> = channels.iter().map(|&c| rows.index(c)).collect();
             let (mut row_min, mut row_max, mut scratch) = (Vec::new(), Vec::new(), Vec::new());
             for page in pages {
                 if !self.page_filled(page) {
                     continue;
                 }
-                self.read_rows(
-                    page,
-                    level,
-                    &rows,
-                    (&mut row_min, &mut row_max),
-                    &mut scratch,
-                )?;
                 let start = page * per_page;
                 let inside = buckets.start.max(start)..buckets.end.min(start + per_page);
                 let (a, b) = (
                     (inside.start - start) as usize,
                     (inside.end - start) as usize,
                 );
-                for (out, &c) in channels.iter().enumerate() {
-                    let row = rows.index(c) * per_page as usize;
+                let n = per_page as usize;
+                let (min_rows, max_rows, row_index): (&[f32], &[f32], &[usize]) = match &self.pages
+                {
+                    Pages::Memory(data) => {
+                        let Some(data) = data[page as usize].get() else {
+                            continue;
+                        };
+                        (
+                            data.level_min(&self.layout, level),
+                            data.level_max(&self.layout, level),
+                            channels,
+                        )
+                    }
+                    Pages::File(file) => {
+                        self.read_rows(
+                            file,
+                            page,
+                            level,
+                            &rows,
+                            (&mut row_min, &mut row_max),
+                            &mut scratch,
+                        )?;
+                        (&row_min, &row_max, &row_of)
+                    }
+                };
+                for (out, &row) in row_index.iter().enumerate() {
+                    let at = row * n;
                     fold(
                         out,
                         inside.start,
-                        &row_min[row + a..row + b],
-                        &row_max[row + a..row + b],
+                        &min_rows[at + a..at + b],
+                        &max_rows[at + a..at + b],
                     );
                 }
             }
@@ -426,10 +447,12 @@ impl Pyramid {
         Ok(())
     }
 
-    /// Reads the rows of in-page level `level` of page `page` for the channels of `rows` into
+    /// Reads the rows of in-page level `level` of page `page` from the cache file for the
+    /// channels of `rows` into
     /// `out` (minima, maxima; `[rows, page_buckets]`).
     fn read_rows(
         &self,
+        file: &CacheFile,
         page: u64,
         level: usize,
         rows: &Rows,
@@ -440,38 +463,19 @@ impl Pyramid {
         let per_page = self.layout.page_buckets(level);
         out_min.resize(rows.len() * per_page, 0.0);
         out_max.resize(rows.len() * per_page, 0.0);
-        match &self.pages {
-            Pages::Memory(pages) => {
-                let Some(data) = pages[page as usize].get() else {
-                    return Ok(());
-                };
-                let (min, max) = (
-                    data.level_min(&self.layout, level),
-                    data.level_max(&self.layout, level),
-                );
-                for (r, &c) in rows.channels.iter().enumerate() {
-                    out_min[r * per_page..][..per_page]
-                        .copy_from_slice(&min[c * per_page..][..per_page]);
-                    out_max[r * per_page..][..per_page]
-                        .copy_from_slice(&max[c * per_page..][..per_page]);
-                }
-            }
-            Pages::File(file) => {
-                let level_at = self.layout.level_offset(level);
-                let max_at = level_at + self.layout.channels() * per_page;
-                for span in rows.spans() {
-                    let (r, c) = (span.start, rows.channels[span.start]);
-                    let len = span.len() * per_page;
-                    let values = r * per_page..r * per_page + len;
-                    file.read_values(
-                        page,
-                        level_at + c * per_page,
-                        &mut out_min[values.clone()],
-                        scratch,
-                    )?;
-                    file.read_values(page, max_at + c * per_page, &mut out_max[values], scratch)?;
-                }
-            }
+        let level_at = self.layout.level_offset(level);
+        let max_at = level_at + self.layout.channels() * per_page;
+        for span in rows.spans() {
+            let (r, c) = (span.start, rows.channels[span.start]);
+            let len = span.len() * per_page;
+            let values = r * per_page..r * per_page + len;
+            file.read_values(
+                page,
+                level_at + c * per_page,
+                &mut out_min[values.clone()],
+                scratch,
+            )?;
+            file.read_values(page, max_at + c * per_page, &mut out_max[values], scratch)?;
         }
         Ok(())
     }
