@@ -35,7 +35,8 @@
 //! - `kilosort` (default): the `kilosort` module, the Kilosort4 and EMUsort sorter.
 //! - `view` (default): the `view` module, min/max envelopes, pyramids and pictures of
 //!   recordings (the sorter's summary picture draws with it).
-//! - `stream`: the `stream` module, off by default while that crate is empty.
+//! - `stream`: the `stream` module, recordings and views served over QUIC + TLS 1.3 (quinn,
+//!   rustls, tokio, prost: off by default, so a build without networking does not compile them).
 //! - `test-util`: the `test_util` module, helpers for testing crates built on dspk.
 //!
 //! `default-features = false, features = ["wgpu"]` builds the core, the files of [`io`] and
@@ -52,7 +53,7 @@ pub use dspk_ops as ops;
 /// Kilosort4 and EMUsort.
 #[cfg(feature = "kilosort")]
 pub use dspk_sorter_kilosort as kilosort;
-/// Network sessions for continuous signals.
+/// Recordings and views over QUIC + TLS 1.3: a server and a client session.
 #[cfg(feature = "stream")]
 pub use dspk_stream as stream;
 /// Electrophysiology: neural formats, probes, sorting outputs, ground truth.
