@@ -1,20 +1,26 @@
 //! dspk-stream measured on loopback: the signal stream's throughput (stored int16 words,
-//! as fast as the client reads) in GB/s and as a multiple of real time, and the latency of
-//! view requests alone and while the signal stream runs flat out.
+//! as fast as the client reads) in GB/s, as a multiple of real time and in CPU seconds per GB,
+//! and the latency of view requests alone and while the signal stream runs flat out.
 //!
 //! ```text
 //! cargo bench --bench stream
-//! cargo bench --bench stream -- --channels 384 --seconds 10 --udp 1472,65527
+//! cargo bench --bench stream -- --seconds 5 --views 0 --passes 9 --udp 65507
 //! ```
 //!
-//! Flags: `--channels` (384), `--seconds` of recording held in memory and streamed per run
+//! Flags: `--channels` (384), `--seconds` of recording held in memory and streamed per pass
 //! (5), `--rate` in Hz (30000), `--udp`: the largest UDP payloads to try (a list, default
-//! `1472,65527`: Ethernet's, and loopback's, which path MTU discovery reaches there),
-//! `--views` requested per latency run (40).
+//! `1472,65507`: Ethernet's, and the largest IPv4 carries, which path MTU discovery reaches on
+//! loopback), `--passes` measured after a warm-up pass (5; the median is reported, and the
+//! best), `--frame-bytes` per signal frame (the server's default), `--window` bytes of the
+//! transport's stream and send windows (its default), `--views` requested per latency run
+//! (40; 0 skips the latency runs).
 //!
 //! The recording is random int16 samples in memory, so the server's reads are copies and the
-//! figures are the protocol's and the transport's (TLS 1.3 encryption included). One line per
-//! figure, `stream <what> key=value ...`.
+//! figures are the protocol's and the transport's (TLS 1.3 encryption included). Server and
+//! client run in this one process: `cpu_s_per_gb` is the CPU time of both (user and system)
+//! per GB received, what bounds the rate on a machine with few or busy cores; `load` is the
+//! one-minute load average at the end (other work on the machine). One line per figure,
+//! `stream <what> key=value ...`.
 
 use std::error::Error;
 use std::net::SocketAddr;
@@ -24,6 +30,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use dspk::rng::SplitMix64;
+use dspk::stream::transport::MAX_IPV4_UDP_PAYLOAD;
 use dspk::stream::{
     ClientTls, Identity, Pacing, Server, ServerOptions, ServerTls, Session, SessionOptions,
     TransportOptions, Trust,
@@ -38,6 +45,9 @@ struct Flags {
     rate: u64,
     udp: Vec<u16>,
     views: usize,
+    passes: usize,
+    frame_bytes: usize,
+    window: Option<u32>,
 }
 
 fn flags() -> Result<Flags, Box<dyn Error>> {
@@ -45,8 +55,11 @@ fn flags() -> Result<Flags, Box<dyn Error>> {
         channels: 384,
         seconds: 5,
         rate: 30_000,
-        udp: vec![1472, 65527],
+        udp: vec![1472, MAX_IPV4_UDP_PAYLOAD],
         views: 40,
+        passes: 5,
+        frame_bytes: ServerOptions::default().frame_bytes,
+        window: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -56,6 +69,9 @@ fn flags() -> Result<Flags, Box<dyn Error>> {
             "--seconds" => flags.seconds = value()?.parse()?,
             "--rate" => flags.rate = value()?.parse()?,
             "--views" => flags.views = value()?.parse()?,
+            "--passes" => flags.passes = value()?.parse::<usize>()?.max(1),
+            "--frame-bytes" => flags.frame_bytes = value()?.parse()?,
+            "--window" => flags.window = Some(value()?.parse()?),
             "--udp" => {
                 flags.udp = value()?
                     .split(',')
@@ -100,9 +116,13 @@ fn run() -> Result<(), Box<dyn Error>> {
         identity: None,
     };
     for &udp in &flags.udp {
+        let defaults = TransportOptions::default();
+        let window = flags.window.unwrap_or(defaults.stream_window);
         let transport = TransportOptions {
             max_udp_payload: udp,
-            ..TransportOptions::default()
+            stream_window: window,
+            send_window: window.into(),
+            ..defaults
         };
         let server = Server::bind(
             "127.0.0.1:0".parse()?,
@@ -110,6 +130,7 @@ fn run() -> Result<(), Box<dyn Error>> {
             LocalBackend::new(recording.clone()),
             ServerOptions {
                 pacing: Pacing::AsFastAsPossible,
+                frame_bytes: flags.frame_bytes,
                 transport,
                 ..ServerOptions::default()
             },
@@ -122,16 +143,37 @@ fn run() -> Result<(), Box<dyn Error>> {
         let session = Session::connect(addr, "localhost", &client_tls, options.clone())?;
         // A first pass warms the path (MTU discovery, windows); the second is measured.
         let _ = stream_once(&session)?;
-        let (bytes, secs) = stream_once(&session)?;
-        let real = bytes as f64 / (flags.channels as f64 * 2.0 * flags.rate as f64);
+        let passes = (0..flags.passes)
+            .map(|_| stream_once(&session))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut by_time = passes.clone();
+        by_time.sort_by(|a, b| a.secs.total_cmp(&b.secs));
+        let median = by_time[by_time.len() / 2];
+        let (all_bytes, all_cpu) = passes
+            .iter()
+            .fold((0u64, 0.0), |(b, c), p| (b + p.bytes, c + p.cpu_secs));
+        let real = median.bytes as f64 / (flags.channels as f64 * 2.0 * flags.rate as f64);
         println!(
-            "stream throughput channels={} rate_hz={} udp_payload={udp} bytes={bytes} secs={secs:.3} \
-             gb_per_s={:.3} x_real_time={:.1}",
+            "stream throughput channels={} rate_hz={} udp_payload={udp} frame_bytes={} \
+             passes={} bytes={} median_secs={:.3} gb_per_s={:.3} x_real_time={:.1} \
+             best_x_real_time={:.1} cpu_s_per_gb={:.2} load={}",
             flags.channels,
             flags.rate,
-            bytes as f64 / secs / 1e9,
-            real / secs
+            flags.frame_bytes,
+            passes.len(),
+            median.bytes,
+            median.secs,
+            median.bytes as f64 / median.secs / 1e9,
+            real / median.secs,
+            real / by_time[0].secs,
+            all_cpu / (all_bytes as f64 / 1e9),
+            load_average(),
         );
+        if flags.views == 0 {
+            drop(session);
+            server.shutdown();
+            continue;
+        }
         let idle = view_latencies(&session, flags.views, samples)?;
         print_latencies("idle", udp, &idle);
         let loaded = latencies_under_load(addr, &client_tls, &options, flags.views, samples)?;
@@ -146,15 +188,54 @@ fn run() -> Result<(), Box<dyn Error>> {
     Ok(())
 }
 
-/// Receives the whole recording once: stored bytes and seconds.
-fn stream_once(session: &Session) -> Result<(u64, f64), Box<dyn Error>> {
+/// One pass over the recording: stored bytes received, wall seconds, and CPU seconds of the
+/// whole process (server and client) meanwhile.
+#[derive(Clone, Copy)]
+struct Pass {
+    bytes: u64,
+    secs: f64,
+    cpu_secs: f64,
+}
+
+/// Receives the whole recording once.
+fn stream_once(session: &Session) -> Result<Pass, Box<dyn Error>> {
+    let cpu = process_cpu_secs();
     let started = Instant::now();
     let mut signal = session.subscribe(0)?;
     let mut bytes = 0u64;
     while let Some(frame) = signal.next_frame()? {
         bytes += frame.data().len() as u64;
     }
-    Ok((bytes, started.elapsed().as_secs_f64()))
+    Ok(Pass {
+        bytes,
+        secs: started.elapsed().as_secs_f64(),
+        cpu_secs: process_cpu_secs() - cpu,
+    })
+}
+
+/// User and system CPU seconds of this process so far (`/proc/self/stat`, in Linux's fixed
+/// 100 ticks per second; 0 where there is no such file).
+fn process_cpu_secs() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which may hold spaces) start at the state, field 3.
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    // utime and stime are fields 14 and 15: indices 11 and 12 from the state.
+    (ticks(11) + ticks(12)) as f64 / 100.0
+}
+
+/// The one-minute load average (`/proc/loadavg`), to say how busy the machine was.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next().map(str::to_string))
+        .unwrap_or_else(|| "unknown".into())
 }
 
 /// View request latencies (seconds): every channel, a second of recording at a spread of

@@ -235,6 +235,9 @@ struct Inner {
     words: Words,
     options: SessionOptions,
     control: tokio::sync::Mutex<quinn::SendStream>,
+    /// Frame buffers, used again once the caller drops a frame (by this subscription or the
+    /// next).
+    frames: Arc<framing::BufferPool>,
 }
 
 /// A connection to a server: the recording's header, the signal stream, and reads and views
@@ -396,6 +399,7 @@ impl Session {
                 },
                 channels: inner.info.num_channels(),
                 words: inner.words,
+                pool: inner.frames.clone(),
             };
             let task = tokio::spawn(receiver.run(recv, tx));
             Ok(Signal {
@@ -536,10 +540,7 @@ async fn connect(
     } else {
         (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
     };
-    let socket = std::net::UdpSocket::bind(local).map_err(|e| Error::System {
-        what: "client socket",
-        reason: e.to_string(),
-    })?;
+    let socket = options.transport.socket(local, "client socket")?;
     let endpoint = quinn::Endpoint::new(
         options.transport.endpoint()?,
         None,
@@ -634,6 +635,8 @@ async fn connect(
             header,
             info,
             words,
+            // The queue's frames, the one being read, and one the caller holds.
+            frames: framing::BufferPool::new(options.frame_queue.max(1) + 2),
             options,
             control: tokio::sync::Mutex::new(send),
         }),
@@ -698,6 +701,8 @@ struct SignalReceiver {
     limits: ReadLimits,
     channels: usize,
     words: Words,
+    /// The session's frame buffers.
+    pool: Arc<framing::BufferPool>,
 }
 
 impl SignalReceiver {
@@ -706,7 +711,13 @@ impl SignalReceiver {
     async fn run(self, mut recv: quinn::RecvStream, tx: mpsc::Sender<Result<Item>>) {
         let (channels, words) = (self.channels, self.words);
         loop {
-            let item = match framing::read_message(&mut recv, &self.limits, "signal stream").await {
+            let read = framing::read_message_pooled(
+                &mut recv,
+                &self.limits,
+                "signal stream",
+                Some(&self.pool),
+            );
+            let item = match read.await {
                 Ok(Some(message)) => match message.body {
                     Some(Body::SignalFrame(frame)) => {
                         frame.check(channels, words.size()).map(|()| {

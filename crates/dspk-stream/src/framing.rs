@@ -2,6 +2,7 @@
 //! many bytes of protobuf. The receiver checks the length against its own limit before it
 //! allocates anything, and reads the rest of a started message within a time limit.
 
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use bytes::{BufMut, Bytes, BytesMut};
@@ -167,6 +168,17 @@ pub async fn read_message<R: AsyncRead + Unpin>(
     limits: &ReadLimits,
     what: &'static str,
 ) -> Result<Option<Message>> {
+    read_message_pooled(reader, limits, what, None).await
+}
+
+/// As [`read_message`], with large bodies read into buffers of `pool` (used again once the
+/// message and every `bytes` field taken from it are dropped).
+pub(crate) async fn read_message_pooled<R: AsyncRead + Unpin>(
+    reader: &mut R,
+    limits: &ReadLimits,
+    what: &'static str,
+    pool: Option<&Arc<BufferPool>>,
+) -> Result<Option<Message>> {
     let mut prefix = [0u8; PREFIX_BYTES];
     let first = reader.read(&mut prefix);
     let got = match limits.idle {
@@ -196,23 +208,29 @@ pub async fn read_message<R: AsyncRead + Unpin>(
             got += n;
         }
         let len = body_len(prefix, limits.max_message)?;
-        let mut body = vec![0u8; len];
-        let mut filled = 0;
-        while filled < len {
+        // Filled from the stream as it comes, never zeroed first; reused when pooled.
+        let mut body = match pool {
+            Some(pool) if len >= POOLED_BODY => pool.take(len),
+            _ => Vec::with_capacity(len),
+        };
+        while body.len() < len {
+            let room = len - body.len();
             let n = reader
-                .read(&mut body[filled..])
+                .read_buf(&mut (&mut body).limit(room))
                 .await
                 .map_err(|e| stream_error(what, &e))?;
             if n == 0 {
                 return Err(Error::Truncated {
                     what,
                     expected: len as u64,
-                    got: filled as u64,
+                    got: body.len() as u64,
                 });
             }
-            filled += n;
         }
-        decode(Bytes::from(body))
+        decode(match pool {
+            Some(pool) if len >= POOLED_BODY => pool.share(body),
+            _ => Bytes::from(body),
+        })
     };
     let message = tokio::time::timeout(limits.body, rest)
         .await
@@ -221,6 +239,87 @@ pub async fn read_message<R: AsyncRead + Unpin>(
             after: limits.body,
         })??;
     Ok(Some(message))
+}
+
+/// Bodies from this size on are read into pooled buffers (smaller ones are not worth keeping).
+const POOLED_BODY: usize = 64 << 10;
+
+/// Buffers used again once every [`Bytes`] that shares one is dropped, so a steady stream of
+/// large messages or frames allocates (and faults in fresh pages) for none of them. At most
+/// `keep` free buffers are held; buffers in use are bounded by whoever holds them (the
+/// queues and the transport's windows).
+pub(crate) struct BufferPool {
+    free: Mutex<Vec<Vec<u8>>>,
+    keep: usize,
+}
+
+impl BufferPool {
+    /// A pool that holds at most `keep` free buffers.
+    pub(crate) fn new(keep: usize) -> Arc<Self> {
+        Arc::new(Self {
+            free: Mutex::new(Vec::new()),
+            keep,
+        })
+    }
+
+    /// A buffer with room for at least `capacity` bytes: a free one from the pool, emptied, or
+    /// a new one.
+    pub(crate) fn take(&self, capacity: usize) -> Vec<u8> {
+        match self.take_any() {
+            Some(mut buffer) if buffer.capacity() >= capacity => {
+                buffer.clear();
+                buffer
+            }
+            _ => Vec::with_capacity(capacity),
+        }
+    }
+
+    /// A buffer of `len` bytes whose contents are left over (zeros where it grew), for a
+    /// caller that overwrites every byte: a free one from the pool, or a new one.
+    pub(crate) fn take_filled(&self, len: usize) -> Vec<u8> {
+        let mut buffer = self.take_any().unwrap_or_default();
+        if buffer.capacity() < len {
+            return vec![0; len];
+        }
+        buffer.resize(len, 0);
+        buffer
+    }
+
+    fn take_any(&self) -> Option<Vec<u8>> {
+        self.free.lock().ok().and_then(|mut free| free.pop())
+    }
+
+    /// `buffer` as shared bytes; it comes back to the pool (if the pool still exists and has
+    /// room) when the last [`Bytes`] that shares it is dropped.
+    pub(crate) fn share(self: &Arc<Self>, buffer: Vec<u8>) -> Bytes {
+        Bytes::from_owner(Pooled {
+            buffer,
+            pool: Arc::downgrade(self),
+        })
+    }
+}
+
+/// A pooled buffer while bytes share it.
+struct Pooled {
+    buffer: Vec<u8>,
+    pool: Weak<BufferPool>,
+}
+
+impl AsRef<[u8]> for Pooled {
+    fn as_ref(&self) -> &[u8] {
+        &self.buffer
+    }
+}
+
+impl Drop for Pooled {
+    fn drop(&mut self) {
+        if let Some(pool) = self.pool.upgrade()
+            && let Ok(mut free) = pool.free.lock()
+            && free.len() < pool.keep
+        {
+            free.push(std::mem::take(&mut self.buffer));
+        }
+    }
 }
 
 /// An I/O error of a stream, as this crate's error (a connection closed by the peer keeps its
@@ -403,6 +502,77 @@ mod tests {
             }
         }
         assert!(ok > 0 && err > 0, "{ok} decoded, {err} refused");
+    }
+
+    #[test]
+    fn pooled_buffers_come_back_when_every_share_is_dropped() {
+        let pool = BufferPool::new(2);
+        let mut buffer = pool.take(100);
+        assert!(buffer.is_empty() && buffer.capacity() >= 100);
+        buffer.extend_from_slice(&[7; 100]);
+        let address = buffer.as_ptr();
+        let bytes = pool.share(buffer);
+        let slice = bytes.slice(10..20);
+        drop(bytes);
+        // A slice still shares the buffer: nothing came back yet.
+        assert!(pool.take_any().is_none());
+        assert_eq!(&slice[..], &[7; 10]);
+        drop(slice);
+        // Back, emptied when taken, the same memory.
+        let again = pool.take(50);
+        assert_eq!((again.as_ptr(), again.len()), (address, 0));
+        // take_filled keeps the old contents (the caller overwrites them) at the new length.
+        let mut filled = again;
+        filled.extend_from_slice(&[3; 80]);
+        drop(pool.share(filled));
+        assert_eq!(pool.take_filled(60), vec![3; 60]);
+        assert_eq!(
+            pool.take_filled(70),
+            vec![0; 70],
+            "an empty pool gives zeros"
+        );
+        // A buffer too small is not used; a full pool drops what comes back; a pool dropped
+        // first leaves the bytes valid.
+        drop(pool.share(vec![1; 10]));
+        assert!(pool.take(1000).capacity() >= 1000);
+        let shares: Vec<Bytes> = (0..4).map(|_| pool.share(vec![0; 8])).collect();
+        drop(shares);
+        assert_eq!(pool.free.lock().unwrap().len(), 2);
+        let orphan = pool.share(vec![9; 4]);
+        drop(pool);
+        assert_eq!(&orphan[..], &[9; 4]);
+    }
+
+    #[test]
+    fn large_messages_read_into_pooled_buffers_equal_unpooled_reads() {
+        let messages = [frame(40_000), frame(3), frame(40_001), frame(40_000)];
+        let mut bytes = Vec::new();
+        for m in &messages {
+            bytes.extend_from_slice(&encode(m).unwrap());
+        }
+        let pool = BufferPool::new(4);
+        let mut reader = &bytes[..];
+        let read = block_on(async {
+            let mut out = Vec::new();
+            while let Some(m) =
+                read_message_pooled(&mut reader, &limits(1 << 20), "test", Some(&pool))
+                    .await
+                    .unwrap()
+            {
+                // Dropped at once but the first: its buffer stays out of the pool.
+                if out.is_empty() {
+                    out.push(Some(m));
+                } else {
+                    assert_eq!(Some(&m), messages.get(out.len()));
+                    out.push(None);
+                }
+            }
+            out
+        });
+        assert_eq!(read.len(), 4);
+        assert_eq!(read[0].as_ref(), Some(&messages[0]));
+        // The three large bodies used two buffers: the first (still held) and one reused.
+        assert_eq!(pool.free.lock().unwrap().len(), 1);
     }
 
     #[test]

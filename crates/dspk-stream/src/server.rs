@@ -12,13 +12,16 @@ use dspk_view::{LocalBackend, SignalBackend};
 use tokio::sync::{Semaphore, mpsc, watch};
 use tokio::time::Instant;
 
-use crate::framing::{self, ReadLimits};
+use crate::framing::{self, BufferPool, ReadLimits};
 use crate::live::LiveFeed;
 use crate::messages::{
     Body, End, ErrorMessage, Header, Message, ReadAnswer, SignalFrame, Start, ViewAnswer,
 };
 use crate::transport::{self, Identity, Trust};
 use crate::{Error, PROTOCOL_VERSION, Result, TransportOptions, code};
+
+/// Free frame buffers the server keeps for the next frames.
+const FREE_FRAME_BUFFERS: usize = 8;
 
 /// How fast a recording's signal is sent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -229,6 +232,8 @@ struct Shared {
     answer_memory: Semaphore,
     /// Its size, in KiB.
     answer_kib: usize,
+    /// Buffers of signal frames, used again once the transport is done with them.
+    frames: Arc<BufferPool>,
 }
 
 /// A running server: its own runtime and endpoint; dropping it (or [`shutdown`](Self::shutdown))
@@ -328,10 +333,7 @@ impl Server {
                 what: "server runtime",
                 reason: e.to_string(),
             })?;
-        let socket = std::net::UdpSocket::bind(addr).map_err(|e| Error::System {
-            what: "server socket",
-            reason: format!("{addr}: {e}"),
-        })?;
+        let socket = options.transport.socket(addr, "server socket")?;
         let endpoint = {
             let _guard = runtime.enter();
             quinn::Endpoint::new(
@@ -355,6 +357,7 @@ impl Server {
             counters: Counters::default(),
             answer_memory: Semaphore::new(answer_kib),
             answer_kib,
+            frames: BufferPool::new(FREE_FRAME_BUFFERS),
         });
         runtime.spawn(accept_loop(endpoint.clone(), shared.clone()));
         Ok(Self {
@@ -740,8 +743,16 @@ async fn produce_recording(shared: &Arc<Shared>, from: u64, tx: mpsc::Sender<Que
         let end = (at + frame).min(total);
         let source = backend.source().clone();
         let (channels_for_read, stored, word) = (channels.clone(), *stored, shared.word);
+        let pool = shared.frames.clone();
         let read = tokio::task::spawn_blocking(move || {
-            read_words(source.as_ref(), &channels_for_read, at..end, stored, word)
+            read_words(
+                source.as_ref(),
+                &channels_for_read,
+                at..end,
+                stored,
+                word,
+                Some(&pool),
+            )
         })
         .await;
         let Ok(Ok(samples)) = read else {
@@ -829,29 +840,34 @@ fn try_enqueue(tx: &mpsc::Sender<Queued>, parts: [Bytes; 2], shared: &Arc<Shared
     }
 }
 
-/// The words of `channels` over `samples`: stored, or scaled `f32` little-endian.
+/// The words of `channels` over `samples`: stored, or scaled `f32` little-endian, in a buffer
+/// of `pool` (signal frames, all of one size) or a new one.
 fn read_words(
     source: &dyn RecordingSource,
     channels: &[usize],
     samples: std::ops::Range<u64>,
     stored: bool,
     word: usize,
+    pool: Option<&Arc<BufferPool>>,
 ) -> Result<Bytes> {
     let values = channels.len() * (samples.end - samples.start) as usize;
+    let mut out = match pool {
+        Some(pool) => pool.take_filled(values * word),
+        None => vec![0; values * word],
+    };
     if stored {
-        let mut out = vec![0u8; values * word];
         source.read_stored(channels, samples, &mut out)?;
-        Ok(Bytes::from(out))
     } else {
         let mut scaled = vec![0f32; values];
         source.read(channels, samples, &mut scaled)?;
-        Ok(Bytes::from(
-            scaled
-                .iter()
-                .flat_map(|v| v.to_le_bytes())
-                .collect::<Vec<u8>>(),
-        ))
+        for (bytes, value) in out.chunks_exact_mut(4).zip(&scaled) {
+            bytes.copy_from_slice(&value.to_le_bytes());
+        }
     }
+    Ok(match pool {
+        Some(pool) => pool.share(out),
+        None => Bytes::from(out),
+    })
 }
 
 /// Request streams until the connection ends.
@@ -962,7 +978,7 @@ async fn answer(message: Message, shared: &Arc<Shared>) -> Result<[Bytes; 2], Re
             let source = backend.source().clone();
             let (stored, word) = (*stored, shared.word);
             let samples = tokio::task::spawn_blocking(move || {
-                read_words(source.as_ref(), &channels, range, stored, word)
+                read_words(source.as_ref(), &channels, range, stored, word, None)
             })
             .await
             .map_err(|e| Refusal(code::RECORDING, e.to_string()))??;

@@ -2,6 +2,7 @@
 //! generated), trust (the certificates or authorities a side accepts), ALPN, transport limits,
 //! and transport errors in words.
 
+use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -252,6 +253,14 @@ impl Trust {
     }
 }
 
+/// The largest UDP payload over IPv4 (65535 bytes of IP datagram less the IP and UDP headers):
+/// what loopback carries in one datagram.
+pub const MAX_IPV4_UDP_PAYLOAD: u16 = 65_507;
+
+/// Datagrams quinn puts in one segmented send (GSO) at most; the kernel refuses a send whose
+/// datagrams add up to more than [`MAX_IPV4_UDP_PAYLOAD`].
+const GSO_BATCH: usize = 10;
+
 /// Transport limits and sizes, the same on both sides.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TransportOptions {
@@ -260,15 +269,22 @@ pub struct TransportOptions {
     /// Keep-alive packets are sent this often, so an idle but live connection stays open
     /// (default 5 s).
     pub keep_alive: Duration,
-    /// Bytes a peer may send on one stream before this side reads them (default 8 MiB).
+    /// Bytes a peer may send on one stream before this side reads them (default 16 MiB); the
+    /// connection's window is twice this.
     pub stream_window: u32,
     /// Bytes this side keeps in flight, unacknowledged, per connection: with the per-client
-    /// queue, what bounds a server's memory per client (default 8 MiB).
+    /// queue, what bounds a server's memory per client (default 16 MiB).
     pub send_window: u64,
     /// The largest UDP payload, in bytes (default 1472: Ethernet). Path MTU discovery looks for
-    /// larger packets up to this size: on loopback (MTU 65536) up to 65527 saves most of the
-    /// per-packet work.
+    /// larger packets up to this size: on loopback (MTU 65536) up to
+    /// [`MAX_IPV4_UDP_PAYLOAD`] saves most of the per-packet work ([`loopback`](Self::loopback)).
+    /// Up to 6550 bytes, datagrams are sent ten at a time (segmentation offload); above, one
+    /// at a time (ten would pass the kernel's 64 KiB limit on one send).
     pub max_udp_payload: u16,
+    /// Bytes of the socket's kernel send and receive buffers (default 4 MiB; the kernel caps
+    /// them at `net.core.wmem_max` and `net.core.rmem_max`). A burst that overflows the
+    /// receive buffer is lost, and the sender then slows down.
+    pub socket_buffer: usize,
 }
 
 impl Default for TransportOptions {
@@ -276,14 +292,32 @@ impl Default for TransportOptions {
         Self {
             idle_timeout: Duration::from_secs(30),
             keep_alive: Duration::from_secs(5),
-            stream_window: 8 << 20,
-            send_window: 8 << 20,
+            stream_window: 16 << 20,
+            send_window: 16 << 20,
             max_udp_payload: 1472,
+            socket_buffer: 4 << 20,
         }
     }
 }
 
 impl TransportOptions {
+    /// The defaults with datagrams up to [`MAX_IPV4_UDP_PAYLOAD`]: for a server and clients on
+    /// one machine (on a network, path MTU discovery finds that such datagrams do not pass and
+    /// stays at the largest that do).
+    #[must_use]
+    pub fn loopback() -> Self {
+        Self {
+            max_udp_payload: MAX_IPV4_UDP_PAYLOAD,
+            ..Self::default()
+        }
+    }
+
+    /// Whether datagrams are sent several at a time (segmentation offload): only when a whole
+    /// batch fits one send.
+    fn segmentation_offload(&self) -> bool {
+        usize::from(self.max_udp_payload) * GSO_BATCH <= usize::from(MAX_IPV4_UDP_PAYLOAD)
+    }
+
     /// The quinn transport configuration; `bidi` and `uni`: streams the peer may open at once.
     pub(crate) fn config(&self, bidi: u32, uni: u32) -> Result<quinn::TransportConfig> {
         let mut config = quinn::TransportConfig::default();
@@ -302,7 +336,8 @@ impl TransportOptions {
             )
             .send_window(self.send_window)
             .max_concurrent_bidi_streams(bidi.into())
-            .max_concurrent_uni_streams(uni.into());
+            .max_concurrent_uni_streams(uni.into())
+            .enable_segmentation_offload(self.segmentation_offload());
         let mut mtu = quinn::MtuDiscoveryConfig::default();
         mtu.upper_bound(self.max_udp_payload.max(1200));
         config.mtu_discovery_config(Some(mtu));
@@ -317,11 +352,39 @@ impl TransportOptions {
             .map_err(|e| Error::invalid("transport: max UDP payload", e.to_string()))?;
         Ok(config)
     }
+
+    /// A UDP socket bound to `addr` with the kernel buffers of
+    /// [`socket_buffer`](Self::socket_buffer); `what` names it in errors.
+    pub(crate) fn socket(
+        &self,
+        addr: SocketAddr,
+        what: &'static str,
+    ) -> Result<std::net::UdpSocket> {
+        let system = |e: std::io::Error| Error::System {
+            what,
+            reason: format!("{addr}: {e}"),
+        };
+        let socket = std::net::UdpSocket::bind(addr).map_err(system)?;
+        let state = quinn::udp::UdpSocketState::new((&socket).into()).map_err(system)?;
+        state
+            .set_recv_buffer_size((&socket).into(), self.socket_buffer)
+            .map_err(system)?;
+        state
+            .set_send_buffer_size((&socket).into(), self.socket_buffer)
+            .map_err(system)?;
+        Ok(socket)
+    }
 }
 
-/// The crypto provider (ring) every config is built with.
+/// The crypto provider (ring) every config is built with, AES-128-GCM first: TLS 1.3's
+/// mandatory cipher suite, with 10 AES rounds per block to AES-256's 14 (encrypting and
+/// decrypting bound a signal stream's rate: each side does one of them on one core).
 fn provider() -> Arc<rustls::crypto::CryptoProvider> {
-    Arc::new(rustls::crypto::ring::default_provider())
+    let mut provider = rustls::crypto::ring::default_provider();
+    provider
+        .cipher_suites
+        .sort_by_key(|s| s.suite() != rustls::CipherSuite::TLS13_AES_128_GCM_SHA256);
+    Arc::new(provider)
 }
 
 /// The rustls error of a config being built, in words.
@@ -559,6 +622,53 @@ fn pem(label: &str, der: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn datagrams_go_ten_at_a_time_only_when_ten_fit_one_send() {
+        let with = |max_udp_payload| TransportOptions {
+            max_udp_payload,
+            ..TransportOptions::default()
+        };
+        assert!(TransportOptions::default().segmentation_offload());
+        assert!(with(6_550).segmentation_offload());
+        assert!(!with(6_551).segmentation_offload());
+        assert!(!TransportOptions::loopback().segmentation_offload());
+        assert_eq!(
+            TransportOptions::loopback().max_udp_payload,
+            MAX_IPV4_UDP_PAYLOAD
+        );
+    }
+
+    #[test]
+    fn sockets_get_their_buffers_or_say_which_address_failed() {
+        let options = TransportOptions::default();
+        let socket = options
+            .socket("127.0.0.1:0".parse().unwrap(), "test socket")
+            .unwrap();
+        assert!(socket.local_addr().unwrap().port() > 0);
+        // An address of no interface here (TEST-NET-1).
+        let err = options
+            .socket("192.0.2.1:0".parse().unwrap(), "test socket")
+            .unwrap_err();
+        assert!(
+            matches!(&err, Error::System { what: "test socket", reason } if reason.contains("192.0.2.1")),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn aes_128_gcm_is_offered_first() {
+        let provider = provider();
+        assert_eq!(
+            provider.cipher_suites[0].suite(),
+            rustls::CipherSuite::TLS13_AES_128_GCM_SHA256
+        );
+        // Reordered, not filtered.
+        assert_eq!(
+            provider.cipher_suites.len(),
+            rustls::crypto::ring::default_provider().cipher_suites.len()
+        );
+    }
 
     #[test]
     fn pem_round_trips_through_the_pem_reader() {
