@@ -534,7 +534,11 @@ async fn connect(
     let mut config = quinn::ClientConfig::new(Arc::new(crypto));
     // The server opens a signal stream per subscribe (a few may overlap while old ones end);
     // it opens no bidirectional streams.
-    config.transport_config(Arc::new(options.transport.config(0, 16)?));
+    config.transport_config(Arc::new(options.transport.config(
+        0,
+        16,
+        addr.ip().is_loopback(),
+    )?));
     let local: SocketAddr = if addr.is_ipv4() {
         (std::net::Ipv4Addr::UNSPECIFIED, 0).into()
     } else {

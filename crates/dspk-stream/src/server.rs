@@ -323,7 +323,11 @@ impl Server {
         let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
         // The control stream and a few requests at once per client; no client-opened
         // unidirectional streams.
-        config.transport_config(Arc::new(options.transport.config(8, 0)?));
+        config.transport_config(Arc::new(options.transport.config(
+            8,
+            0,
+            addr.ip().is_loopback(),
+        )?));
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(options.threads)
             .thread_name("dspk-stream-server")

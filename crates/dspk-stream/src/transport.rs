@@ -257,6 +257,11 @@ impl Trust {
 /// what loopback carries in one datagram.
 pub const MAX_IPV4_UDP_PAYLOAD: u16 = 65_507;
 
+/// The smallest UDP payload between peers on one machine (see [`TransportOptions::loopback`]):
+/// quinn pads the handshake's packets to it, and their length field holds 14 bits, so it stays
+/// below 16384.
+pub const LOCAL_MIN_UDP_PAYLOAD: u16 = 16_000;
+
 /// Datagrams quinn puts in one segmented send (GSO) at most; the kernel refuses a send whose
 /// datagrams add up to more than [`MAX_IPV4_UDP_PAYLOAD`].
 const GSO_BATCH: usize = 10;
@@ -276,8 +281,10 @@ pub struct TransportOptions {
     /// queue, what bounds a server's memory per client (default 16 MiB).
     pub send_window: u64,
     /// The largest UDP payload, in bytes (default 1472: Ethernet). Path MTU discovery looks for
-    /// larger packets up to this size: on loopback (MTU 65536) up to
-    /// [`MAX_IPV4_UDP_PAYLOAD`] saves most of the per-packet work ([`loopback`](Self::loopback)).
+    /// datagrams up to this size (the peer's own limit caps it); between a client and a server
+    /// on a loopback address they start at, and never fall below, the smaller of this and
+    /// [`LOCAL_MIN_UDP_PAYLOAD`]. On loopback (MTU 65536) [`MAX_IPV4_UDP_PAYLOAD`] saves most
+    /// of the per-packet work ([`loopback`](Self::loopback)).
     /// Up to 6550 bytes, datagrams are sent ten at a time (segmentation offload); above, one
     /// at a time (ten would pass the kernel's 64 KiB limit on one send).
     pub max_udp_payload: u16,
@@ -318,8 +325,20 @@ impl TransportOptions {
         usize::from(self.max_udp_payload) * GSO_BATCH <= usize::from(MAX_IPV4_UDP_PAYLOAD)
     }
 
-    /// The quinn transport configuration; `bidi` and `uni`: streams the peer may open at once.
-    pub(crate) fn config(&self, bidi: u32, uni: u32) -> Result<quinn::TransportConfig> {
+    /// The quinn transport configuration; `bidi` and `uni`: streams the peer may open at once;
+    /// `local`: every peer is on this machine (a client of a loopback address, a server bound
+    /// to one). Loopback carries every datagram size, and a loss there is a full receive queue,
+    /// not a smaller path; path MTU discovery would take a few bursts of such losses for an MTU
+    /// black hole and send 1200-byte datagrams for a minute. So local datagrams start at, and
+    /// never fall below, [`LOCAL_MIN_UDP_PAYLOAD`] (a peer that accepts less still gets less:
+    /// its transport parameters cap the size), and discovery looks again one second after a
+    /// black hole.
+    pub(crate) fn config(
+        &self,
+        bidi: u32,
+        uni: u32,
+        local: bool,
+    ) -> Result<quinn::TransportConfig> {
         let mut config = quinn::TransportConfig::default();
         let idle = quinn::IdleTimeout::try_from(self.idle_timeout)
             .map_err(|e| Error::invalid("transport: idle timeout", e.to_string()))?;
@@ -338,8 +357,21 @@ impl TransportOptions {
             .max_concurrent_bidi_streams(bidi.into())
             .max_concurrent_uni_streams(uni.into())
             .enable_segmentation_offload(self.segmentation_offload());
+        let largest = self.max_udp_payload.max(1200);
         let mut mtu = quinn::MtuDiscoveryConfig::default();
-        mtu.upper_bound(self.max_udp_payload.max(1200));
+        mtu.upper_bound(largest);
+        if local {
+            let floor = largest.min(LOCAL_MIN_UDP_PAYLOAD);
+            // Ten datagrams in the first congestion window, as RFC 9002 has it (quinn's fixed
+            // 14720 bytes would hold back any datagram larger than that).
+            let mut congestion = quinn::congestion::CubicConfig::default();
+            congestion.initial_window(10 * u64::from(floor));
+            config
+                .initial_mtu(floor)
+                .min_mtu(floor)
+                .congestion_controller_factory(Arc::new(congestion));
+            mtu.black_hole_cooldown(Duration::from_secs(1));
+        }
         config.mtu_discovery_config(Some(mtu));
         Ok(config)
     }

@@ -342,3 +342,42 @@ fn loopback_datagrams_and_large_frames_round_trip_in_reused_buffers() {
     let distinct = 1 + starts.windows(2).filter(|w| w[1] - w[0] > 64).count();
     assert!(distinct <= 8, "{distinct} buffers: {starts:x?}");
 }
+
+#[test]
+fn loopback_and_default_transports_talk_to_each_other() {
+    // A server and a client on 127.0.0.1, one with loopback datagrams (65507 bytes from the
+    // start), the other with Ethernet's: the smaller side's limit holds, and every word
+    // arrives, both ways round.
+    use dspk_stream::TransportOptions;
+    let memory = recording(16, 50_000, 9);
+    let id = identity();
+    for (server_transport, client_transport) in [
+        (TransportOptions::loopback(), TransportOptions::default()),
+        (TransportOptions::default(), TransportOptions::loopback()),
+    ] {
+        let (_server, addr) = serve(
+            Arc::new(memory.clone()),
+            &id,
+            ServerOptions {
+                pacing: Pacing::AsFastAsPossible,
+                transport: server_transport,
+                ..options()
+            },
+        );
+        let session = Session::connect(
+            addr,
+            "localhost",
+            &common::trusting(&id),
+            dspk_stream::SessionOptions {
+                transport: client_transport,
+                ..common::session_options()
+            },
+        )
+        .unwrap();
+        let (glued, end, _) = receive_all(&session, 0);
+        assert_eq!(end, 50_000);
+        let mut expected = vec![0u8; 50_000 * 2];
+        memory.read_stored(&[11], 0..50_000, &mut expected).unwrap();
+        assert_eq!(glued[11], expected);
+    }
+}
