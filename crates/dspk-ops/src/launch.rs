@@ -1,6 +1,7 @@
 //! Launch geometry shared by the kernel families (and by crates that launch their own kernels
 //! on [`DeviceArray`](crate::DeviceArray) handles, such as the sorter).
 
+use cubecl::client::Client;
 use cubecl::prelude::CubeCount;
 
 /// Units per cube for 1-D element-wise kernels.
@@ -23,4 +24,19 @@ pub fn cube_count_for(units: usize, cube_dim: u32) -> CubeCount {
         .max(1);
     let x = cubes.min(MAX_CUBES_PER_DIM);
     CubeCount::Static(x, cubes.div_ceil(x), 1)
+}
+
+/// The units per cube for a kernel that synchronises its cube (`sync_cube`), tuned for
+/// `at_most` units: the largest power of two that is at most `at_most` and at most the
+/// device's units per cube (at least 1). A cube barrier needs every unit of the cube running at
+/// once: the cpu runtime runs one thread per unit and allows one unit per core, and a larger
+/// cube there oversubscribes the cores with spinning barriers (seconds per barrier for 256
+/// units on 2 cores).
+pub fn cube_units(client: &Client, at_most: u32) -> u32 {
+    let hardware = &client.properties().hardware;
+    let allowed = hardware
+        .max_units_per_cube
+        .min(hardware.max_cube_dim.0)
+        .clamp(1, at_most.max(1));
+    1 << allowed.ilog2()
 }

@@ -5,7 +5,7 @@ use cubecl::server::Handle;
 
 use super::kernel::{self, Finish};
 use crate::array::alloc;
-use crate::launch::{CUBE_DIM, cube_count, cube_count_for};
+use crate::launch::{CUBE_DIM, cube_count, cube_count_for, cube_units};
 use crate::{ChannelVector, DeviceArray, Error, Result};
 
 /// Values one unit of a tree-sum level adds (so a level has `len / 32` units per channel and
@@ -271,12 +271,7 @@ fn median(
     mad: bool,
 ) {
     // The cube-wide reductions need a power of two of units, within the device's limit.
-    let allowed = client
-        .properties()
-        .hardware
-        .max_units_per_cube
-        .clamp(1, MEDIAN_UNITS);
-    let units = 1u32 << allowed.ilog2();
+    let units = cube_units(client, MEDIAN_UNITS);
     let divisor = if mad { MAD_TO_SIGMA } else { 1.0 };
     // SAFETY: `input` holds `channels * samples` values and `output` `channels` (typed
     // arrays, see `launch`); cube `c` reads only row `c` of `input`, and cubes past `channels` do nothing.

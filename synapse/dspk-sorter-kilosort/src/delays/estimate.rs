@@ -5,7 +5,7 @@ use std::ops::Range;
 
 use cubecl::CubeElement;
 use cubecl::prelude::*;
-use dspk_ops::launch::{CUBE_DIM, cube_count, cube_count_for};
+use dspk_ops::launch::{CUBE_DIM, cube_count, cube_count_for, cube_units};
 use dspk_ops::{DeviceArray, DeviceLimits, DeviceWindow};
 
 use super::kernel;
@@ -52,7 +52,9 @@ pub fn emusort_max_lag(sample_rate_hz: f64) -> usize {
 /// channels at a time in shared memory, so each loaded sample serves up to 64 lags. Sums run
 /// in `f32` in a fixed order (per lag: each tile's products in order, the tiles of a chunk,
 /// then the chunks; no atomics); per-range results are scaled and averaged in `f64` on the
-/// host, so the estimate is deterministic.
+/// host, so the estimate is deterministic. The number of units per cube (taken from the device,
+/// fewer on the cpu runtime) changes which unit computes what, not the order of any sum, so the
+/// estimate does not depend on it.
 ///
 /// [`accumulate`]: Self::accumulate
 /// [`accumulate_range`]: Self::accumulate_range
@@ -71,15 +73,23 @@ pub struct DelayEstimator {
     partial: DeviceArray<f32>,
     partial_len: usize,
     limits: DeviceLimits,
+    /// Units per cube of the deviation kernel: a power of two, at most [`LANES`] and what the
+    /// device allows.
+    deviation_units: u32,
+    /// Units per cube of the product kernel: a power of two, at most [`LAG_BLOCK`] and what the
+    /// device allows.
+    product_units: u32,
 }
 
-/// Units of a cube of the deviation kernel (a power of two).
-const UNITS: u32 = CUBE_DIM;
+/// Lanes of the deviation kernel's sums (a power of two): its results are those of a cube of
+/// this many units, whatever the device runs.
+const LANES: usize = CUBE_DIM as usize;
 
 /// Samples of `t` one cube of the product kernel stages in shared memory at a time.
 const TILE: usize = 256;
 
-/// Lags one cube of the product kernel covers, one per unit.
+/// Lags one cube of the product kernel covers (a power of two): one per unit where the device
+/// allows cubes this large, else several per unit.
 const LAG_BLOCK: usize = 64;
 
 /// Cubes the product kernel aims for: with fewer `(pair, lag block)` cubes than this, each
@@ -129,7 +139,20 @@ impl DelayEstimator {
             partial: alloc::<f32>(client, values)?,
             partial_len: values,
             limits,
+            deviation_units: cube_units(client, LANES as u32),
+            product_units: cube_units(client, LAG_BLOCK as u32),
         })
+    }
+
+    /// The estimator with cubes of `deviation` units for the deviation kernel and `products`
+    /// units for the product kernel (powers of two, at most [`LANES`] and [`LAG_BLOCK`] and
+    /// within the device's limit), to test that results do not depend on them.
+    #[cfg(test)]
+    pub(super) fn with_units(mut self, deviation: u32, products: u32) -> Self {
+        assert!(deviation.is_power_of_two() && deviation as usize <= LANES);
+        assert!(products.is_power_of_two() && products as usize <= LAG_BLOCK);
+        (self.deviation_units, self.product_units) = (deviation, products);
+        self
     }
 
     /// Makes the partial sums hold `values` values (reallocated only when more than before).
@@ -241,29 +264,31 @@ impl DelayEstimator {
         }
         let lags = 2 * d + 1;
         let values = channels * channels * lags;
+        let units = self.deviation_units;
         kernel::range_deviation::launch(
             client,
-            cube_count_for(channels * UNITS as usize, UNITS),
-            CubeDim::new_1d(UNITS),
+            cube_count_for(channels * units as usize, units),
+            CubeDim::new_1d(units),
             array.arg(array.len()),
             self.deviation.arg(channels),
             channels as u32,
             n as u32,
             range.start as u32,
             range.len() as u32,
-            UNITS as usize,
+            LANES,
         );
         let blocks = lags.div_ceil(LAG_BLOCK);
         let chunks =
             (TARGET_CUBES / (channels * channels * blocks)).clamp(1, range.len().div_ceil(TILE));
         self.reserve_partials(client, values * chunks)?;
+        let units = self.product_units;
         kernel::lagged_products::launch(
             client,
             cube_count_for(
-                channels * channels * blocks * chunks * LAG_BLOCK,
-                LAG_BLOCK as u32,
+                channels * channels * blocks * chunks * units as usize,
+                units,
             ),
-            CubeDim::new_1d(LAG_BLOCK as u32),
+            CubeDim::new_1d(units),
             array.arg(array.len()),
             self.partial.arg(values * chunks),
             channels as u32,
@@ -274,6 +299,7 @@ impl DelayEstimator {
             chunks as u32,
             TILE,
             LAG_BLOCK,
+            units as usize,
         );
         kernel::sum_chunks::launch(
             client,

@@ -1,23 +1,29 @@
 //! Channel-delay kernels. Layout: a window's array `x[c * n + t]`, `n` samples per channel
-//! (halos included). Every sum runs over its index in a fixed order (a fixed stride per unit,
-//! then a fixed tree over the cube's units), so results do not depend on scheduling; no
-//! atomics.
+//! (halos included). Every sum runs over its index in a fixed order (a fixed stride per lane,
+//! then a fixed tree over the lanes), so results do not depend on scheduling; no atomics. The
+//! kernels that synchronise their cube split their work into lanes (or lags) fixed at compile
+//! time, which the cube's units share out, so their results do not depend on the number of
+//! units either: the launch takes that from the device (the cpu runtime runs one thread per
+//! unit and allows few).
 
 use cubecl::prelude::*;
 
-/// The sum of `value` over the units of the cube, returned to every unit. `scratch` holds one
-/// value per unit and the cube has a power of two of units; every unit must call this. The
-/// tree adds unit `u + stride` into unit `u`, halving `stride` from `CUBE_DIM / 2` to 1.
+/// The sum of `scratch[0 .. lanes]` (`lanes` a power of two), returned to every unit of the
+/// cube; every unit must call this once the lanes are written. The tree adds lane `l + stride`
+/// into lane `l`, halving `stride` from `lanes / 2` to 1; unit `u` adds lanes `u, u + units,
+/// ...` at each level, so the sum is the same number for any number of units.
 #[cube]
-fn cube_sum(scratch: &mut Shared<[f32]>, value: f32) -> f32 {
+fn lane_sum(scratch: &mut Shared<[f32]>, #[comptime] lanes: usize) -> f32 {
     let unit = UNIT_POS as usize;
-    scratch[unit] = value;
+    let units = CUBE_DIM as usize;
     sync_cube();
     // A runtime stride: a comptime value cannot be mutated in the loop.
-    let mut stride = (CUBE_DIM / 2) as usize;
+    let mut stride = (lanes / 2).runtime();
     while stride > 0 {
-        if unit < stride {
-            scratch[unit] += scratch[unit + stride];
+        let mut lane = unit;
+        while lane < stride {
+            scratch[lane] += scratch[lane + stride];
+            lane += units;
         }
         sync_cube();
         stride /= 2;
@@ -29,8 +35,9 @@ fn cube_sum(scratch: &mut Shared<[f32]>, value: f32) -> f32 {
 
 /// `deviation[c]` = the unbiased standard deviation of `x[c, first .. first + count]` (`count`
 /// at least 2): the mean first, then the mean-centred sum of squares over `count - 1`. One cube
-/// of `units` units (a power of two) per channel; unit `u` sums samples `u, u + units, ...`.
-/// A NaN or infinite sample gives NaN or infinity.
+/// per channel, of any number of units; lane `l` of `lanes` (a power of two) sums samples `l,
+/// l + lanes, ...` in order, unit `u` taking lanes `u, u + units, ...`, then [`lane_sum`]. A
+/// NaN or infinite sample gives NaN or infinity.
 #[cube(launch)]
 pub(super) fn range_deviation(
     x: &[f32],
@@ -39,30 +46,41 @@ pub(super) fn range_deviation(
     samples: u32,
     first: u32,
     count: u32,
-    #[comptime] units: usize,
+    #[comptime] lanes: usize,
 ) {
     let c = CUBE_POS;
     // Uniform over the cube: whole cubes past the last channel leave together.
     if c < usize::cast_from(channels) {
         let unit = UNIT_POS as usize;
+        let units = CUBE_DIM as usize;
         let len = usize::cast_from(count);
         let row = c * usize::cast_from(samples) + usize::cast_from(first);
-        let mut scratch = Shared::new_slice(units);
-        let mut sum = 0.0f32;
-        let mut s = unit;
-        while s < len {
-            sum += x[row + s];
-            s += units;
+        let mut scratch = Shared::new_slice(lanes);
+        let mut lane = unit;
+        while lane < lanes {
+            let mut sum = 0.0f32;
+            let mut s = lane;
+            while s < len {
+                sum += x[row + s];
+                s += lanes;
+            }
+            scratch[lane] = sum;
+            lane += units;
         }
-        let mean = cube_sum(&mut scratch, sum) / f32::cast_from(count);
-        let mut squares = 0.0f32;
-        let mut s = unit;
-        while s < len {
-            let d = x[row + s] - mean;
-            squares += d * d;
-            s += units;
+        let mean = lane_sum(&mut scratch, lanes) / f32::cast_from(count);
+        let mut lane = unit;
+        while lane < lanes {
+            let mut squares = 0.0f32;
+            let mut s = lane;
+            while s < len {
+                let d = x[row + s] - mean;
+                squares += d * d;
+                s += lanes;
+            }
+            scratch[lane] = squares;
+            lane += units;
         }
-        let total = cube_sum(&mut scratch, squares);
+        let total = lane_sum(&mut scratch, lanes);
         if unit == 0 {
             deviation[c] = f32::sqrt(total / f32::cast_from(count - 1));
         }
@@ -74,13 +92,15 @@ pub(super) fn range_deviation(
 /// are left out): `partial[((a * C + b) * (2D + 1) + k) * chunks + chunk]` sums the tiles
 /// `chunk, chunk + chunks, ...` of `tile` samples of `t`.
 ///
-/// One cube of `block` units per `(a, b, lag block, chunk)`, numbered
-/// `((a * C + b) * blocks + lag block) * chunks + chunk`; unit `i` takes lag `k = lag block *
-/// block + i` (units past `2D` compute nothing useful and write nothing). Per tile the cube
-/// stages `|x_b|` over the tile and `|x_a|` over the tile widened by the block's lags in shared
-/// memory (zeros outside the array), then each unit sums its products over the tile in order
-/// and adds the tile's sum to its total. A NaN or infinite sample among a lag's products makes
-/// its sum NaN or infinite; samples no product of a written lag uses are never loaded into it.
+/// One cube of `units` units (a power of two, at most `block`) per `(a, b, lag block, chunk)`,
+/// numbered `((a * C + b) * blocks + lag block) * chunks + chunk`; a cube covers the `block`
+/// lags `k = lag block * block + i`, unit `u` taking `i = u, u + units, ...` (lags past `2D`
+/// compute nothing useful and write nothing). Per tile the cube stages `|x_b|` over the tile
+/// and `|x_a|` over the tile widened by the block's lags in shared memory (zeros outside the
+/// array), then each unit sums each of its lags' products over the tile in order and adds the
+/// tile's sum to the lag's total: the same operations in the same order for any `units`. A NaN
+/// or infinite sample among a lag's products makes its sum NaN or infinite; samples no product
+/// of a written lag uses are never loaded into it.
 #[cube(launch)]
 pub(super) fn lagged_products(
     x: &[f32],
@@ -93,7 +113,10 @@ pub(super) fn lagged_products(
     chunks: u32,
     #[comptime] tile: usize,
     #[comptime] block: usize,
+    #[comptime] units: usize,
 ) {
+    // Lags per unit.
+    let per = comptime!(block / units);
     let c_count = usize::cast_from(channels);
     let d = usize::cast_from(max_lag);
     let lags = 2 * d + 1;
@@ -106,7 +129,7 @@ pub(super) fn lagged_products(
         let lag_block = (cube / chunk_count) % blocks;
         let pair = cube / (chunk_count * blocks);
         let (a, b) = (pair / c_count, pair % c_count);
-        let i = UNIT_POS as usize;
+        let unit = UNIT_POS as usize;
         let n = usize::cast_from(samples);
         let start = usize::cast_from(first);
         let len = usize::cast_from(count);
@@ -116,39 +139,56 @@ pub(super) fn lagged_products(
         let offset = 2 * d + block;
         let mut sa = Shared::<[f32]>::new_slice(tile + block - 1);
         let mut sb = Shared::<[f32]>::new_slice(tile);
-        let mut acc = 0.0f32;
+        let mut acc = Array::<f32>::new(per);
+        let mut tile_sum = Array::<f32>::new(per);
+        #[unroll]
+        for v in 0..per {
+            acc[v] = 0.0f32;
+        }
         let mut tile_index = chunk;
         while tile_index < tiles {
             let t0 = start + tile_index * tile;
             let tile_len = min(tile, len - tile_index * tile);
-            let mut s = i;
+            let mut s = unit;
             while s < tile_len {
                 sb[s] = f32::abs(x[b * n + t0 + s]);
-                s += block;
+                s += units;
             }
             // `sa[j]` = `|x_a|` at `t0 + d - lag block * block - (block - 1) + j`, so the product
-            // of column `t0 + s` at lag `k` reads `sa[s + block - 1 - i]`.
+            // of column `t0 + s` at lag `k = lag block * block + i` reads `sa[s + block - 1 - i]`.
             let base = t0 + 3 * d + 1 - lag_block * block;
-            let mut j = i;
+            let mut j = unit;
             while j < tile_len + block - 1 {
                 let q = base + j;
                 let inside = q >= offset && q < n + offset;
                 let clamped = min(max(q, offset), n + offset - 1) - offset;
                 sa[j] = select(inside, f32::abs(x[a * n + clamped]), 0.0f32);
-                j += block;
+                j += units;
             }
             sync_cube();
-            let mut tile_sum = 0.0f32;
-            for s in 0..tile_len {
-                tile_sum += sa[s + block - 1 - i] * sb[s];
+            #[unroll]
+            for v in 0..per {
+                tile_sum[v] = 0.0f32;
             }
-            acc += tile_sum;
+            for s in 0..tile_len {
+                #[unroll]
+                for v in 0..per {
+                    tile_sum[v] += sa[s + block - 1 - (unit + v * units)] * sb[s];
+                }
+            }
+            #[unroll]
+            for v in 0..per {
+                acc[v] += tile_sum[v];
+            }
             sync_cube();
             tile_index += chunk_count;
         }
-        let k = lag_block * block + i;
-        if k < lags {
-            partial[(pair * lags + k) * chunk_count + chunk] = acc;
+        #[unroll]
+        for v in 0..per {
+            let k = lag_block * block + unit + v * units;
+            if k < lags {
+                partial[(pair * lags + k) * chunk_count + chunk] = acc[v];
+            }
         }
     }
 }

@@ -1,6 +1,6 @@
 //! HDBSCAN's distance kernels. Layout: points `x[i * dim + k]`, row-major. One unit per point
-//! `i`; the cube's units walk over all points in tiles of `tile` rows that they load together
-//! into shared memory. Every squared distance is `sum_k (x[i, k] - x[j, k])^2` in `f32` over
+//! `i`; the cube's units (any number: each point's result does not depend on it) walk over all
+//! points in tiles of `tile` rows that they load together into shared memory. Every squared distance is `sum_k (x[i, k] - x[j, k])^2` in `f32` over
 //! `k` in increasing order, so it is the same number for `(i, j)` and `(j, i)`, in every
 //! launch; no atomics. Loops over coordinates and neighbour slots are unrolled: llvmpipe
 //! (lavapipe) stops a shader after 65 535 loop iterations, so only the loops over points and

@@ -5,7 +5,7 @@ use cubecl::CubeElement;
 use cubecl::bytes::Bytes;
 use cubecl::prelude::*;
 use dspk_ops::DeviceLimits;
-use dspk_ops::launch::{CUBE_DIM, cube_count};
+use dspk_ops::launch::{CUBE_DIM, cube_count_for, cube_units};
 
 use super::exact::{self, Edge};
 use super::kernel;
@@ -34,6 +34,18 @@ pub(super) fn device_tree(
     dim: usize,
     k: usize,
 ) -> Result<Vec<Edge>> {
+    device_tree_in_cubes(client, points, dim, k, cube_units(client, CUBE_DIM))
+}
+
+/// [`device_tree`] with cubes of `units` units (at least 1, within the device's limit): the
+/// kernels' results do not depend on it.
+pub(super) fn device_tree_in_cubes(
+    client: &Client,
+    points: &[f32],
+    dim: usize,
+    k: usize,
+    units: u32,
+) -> Result<Vec<Edge>> {
     let n = points.len() / dim;
     let slots = (k + MARGIN).min(n);
     let limits = DeviceLimits::of(client);
@@ -45,8 +57,8 @@ pub(super) fn device_tree(
     let nearest = alloc::<u32>(client, n * slots)?;
     kernel::nearest_points::launch(
         client,
-        cube_count(n),
-        CubeDim::new_1d(CUBE_DIM),
+        cube_count_for(n, units),
+        CubeDim::new_1d(units),
         x.arg(points.len()),
         nearest.arg(n * slots),
         n as u32,
@@ -76,8 +88,8 @@ pub(super) fn device_tree(
     while edges.len() + 1 < n {
         kernel::cheapest_edges::launch(
             client,
-            cube_count(n),
-            CubeDim::new_1d(CUBE_DIM),
+            cube_count_for(n, units),
+            CubeDim::new_1d(units),
             x.arg(points.len()),
             core_sq.arg(n),
             labels.arg(n),

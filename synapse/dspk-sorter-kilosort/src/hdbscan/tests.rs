@@ -88,6 +88,36 @@ fn device_tree_and_labels_match_host_on_random_inputs() {
 }
 
 #[test]
+fn device_tree_does_not_depend_on_units_per_cube() {
+    // Cubes of 1, 2, 8, 64 units, the most the device allows and one less (an odd count):
+    // every point's nearest points and cheapest edges are computed alone in the same order, so
+    // the trees are the same, and their weights are Prim's. Few dimensions: each count and
+    // dimension is a kernel variant to compile, slow on lavapipe for long unrolled loops.
+    for_each_runtime(|target, client| {
+        let mut rng = Rng::new(23);
+        let most = dspk_ops::launch::cube_units(client, dspk_ops::launch::CUBE_DIM);
+        let mut counts = vec![1, 2, 8, 64, most, most.saturating_sub(1)];
+        counts.retain(|u| (1..=most).contains(u));
+        counts.sort_unstable();
+        counts.dedup();
+        for (dim, k) in [(2, 5), (9, 7)] {
+            let points = blob_points(&mut rng, dim, 2, 45, 31);
+            let core = exact::core_distances(&points, dim, k);
+            let prim = sorted_weights(&exact::prim_tree(&points, dim, &core));
+            let reference = launch::device_tree(client, &points, dim, k).unwrap();
+            assert_eq!(sorted_weights(&reference), prim, "{target}: dim {dim}");
+            for &units in &counts {
+                let tree = launch::device_tree_in_cubes(client, &points, dim, k, units).unwrap();
+                assert_eq!(
+                    tree, reference,
+                    "{target}: dim {dim}, cubes of {units} units"
+                );
+            }
+        }
+    });
+}
+
+#[test]
 fn nearest_points_give_exact_core_distances() {
     for_each_runtime(|_, client| {
         let mut rng = Rng::new(11);
@@ -99,10 +129,11 @@ fn nearest_points_give_exact_core_distances() {
         let slots = k + MARGIN;
         let x = crate::buffers::upload(client, &points).unwrap();
         let nearest = crate::buffers::alloc::<u32>(client, n * slots).unwrap();
+        let units = dspk_ops::launch::cube_units(client, dspk_ops::launch::CUBE_DIM);
         kernel::nearest_points::launch(
             client,
-            dspk_ops::launch::cube_count(n),
-            cubecl::prelude::CubeDim::new_1d(dspk_ops::launch::CUBE_DIM),
+            dspk_ops::launch::cube_count_for(n, units),
+            cubecl::prelude::CubeDim::new_1d(units),
             x.arg(points.len()),
             nearest.arg(n * slots),
             n as u32,
