@@ -10,9 +10,9 @@ use crate::{Error, MAX_COLUMNS, Result};
 /// reads at once, 1 GiB of `f32`.
 pub const MAX_PAGE_VALUES: u64 = 1 << 28;
 
-/// The most bytes a pyramid may hold in memory whatever its pages: the coarse levels and
-/// [`PAGE_OVERHEAD`] per page (1 GiB: the coarse levels of 24 hours of 1024 channels at
-/// 30 kHz in the default layout take about 430 MiB).
+/// The most bytes a pyramid may hold in memory whatever its pages: the coarse levels and 48
+/// bytes of state per page. 1 GiB: the coarse levels of 24 hours of 1024 channels at 30 kHz
+/// in the default layout take about 430 MiB.
 pub const MAX_RESIDENT_BYTES: u64 = 1 << 30;
 
 /// Bytes a pyramid keeps per page besides its values (its state and slot).
