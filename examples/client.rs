@@ -29,7 +29,7 @@ use dspk::stream::{ClientTls, Frame, Identity, Session, SessionOptions, Transpor
 use dspk::view::picture::{TraceStyle, render_traces};
 use dspk::view::{SignalBackend, ViewRequest, ViewSource};
 use dspk::{RecordingInfo, RecordingSource};
-use dspk_examples::{finish, human_bytes, human_rate};
+use dspk_examples::{finish, human_bytes, human_rate, whole_number};
 
 const USAGE: &str = "usage: client ADDR --trust CERT.pem [--server-name NAME] \
                      [--cert CERT.pem --key KEY.pem] [--seconds N] [--from SAMPLE] \
@@ -358,14 +358,6 @@ fn parse_args() -> Result<Option<Args>, Box<dyn Error>> {
     };
     let mut trust = None;
     let mut args = std::env::args_os().skip(1);
-    let number = |name: &str, value: Option<std::ffi::OsString>, least: u64, most: u64| {
-        value
-            .and_then(|v| v.to_str()?.parse::<u64>().ok())
-            .filter(|&v| (least..=most).contains(&v))
-            .ok_or(format!(
-                "{name} needs a whole number from {least} to {most}"
-            ))
-    };
     while let Some(arg) = args.next() {
         let mut path = |flag: &str| {
             args.next()
@@ -388,8 +380,8 @@ fn parse_args() -> Result<Option<Args>, Box<dyn Error>> {
                     .and_then(|v| v.into_string().ok())
                     .ok_or("--server-name needs a name")?;
             }
-            "--seconds" => parsed.seconds = number("--seconds", args.next(), 1, 24 * 3600)?,
-            "--from" => parsed.from = number("--from", args.next(), 0, u64::MAX)?,
+            "--seconds" => parsed.seconds = whole_number("--seconds", args.next(), 1, 24 * 3600)?,
+            "--from" => parsed.from = whole_number("--from", args.next(), 0, u64::MAX)?,
             flag if flag.starts_with('-') => {
                 return Err(format!("unknown flag `{flag}` (try --help)").into());
             }

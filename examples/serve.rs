@@ -36,7 +36,7 @@ use dspk::stream::{
 };
 use dspk::synapse::groundtruth::{GroundTruthConfig, GroundTruthRecording};
 use dspk::view::{BuildOptions, LocalBackend, Pyramid, PyramidBuild, PyramidLayout};
-use dspk_examples::finish;
+use dspk_examples::{finish, whole_number};
 
 const USAGE: &str = "usage: serve [PATH] [--addr IP:PORT] [--cert CERT.pem --key KEY.pem | \
                      --self-signed DIR] [--client-ca CA.pem] [--real-time] [--loop] \
@@ -285,12 +285,6 @@ fn parse_args() -> Result<Option<Args>, Box<dyn Error>> {
         run_for: None,
     };
     let mut args = std::env::args_os().skip(1);
-    let number = |name: &str, value: Option<std::ffi::OsString>, most: u64| {
-        value
-            .and_then(|v| v.to_str()?.parse::<u64>().ok())
-            .filter(|&v| (1..=most).contains(&v))
-            .ok_or(format!("{name} needs a whole number from 1 to {most}"))
-    };
     while let Some(arg) = args.next() {
         let mut path = |flag: &str| {
             args.next()
@@ -316,10 +310,10 @@ fn parse_args() -> Result<Option<Args>, Box<dyn Error>> {
             "--save" => parsed.save = Some(path("--save")?),
             "--real-time" => parsed.real_time = true,
             "--loop" => parsed.looped = true,
-            "--seconds" => parsed.seconds = number("--seconds", args.next(), 3600)?,
-            "--seed" => parsed.seed = number("--seed", args.next(), u64::MAX)?,
+            "--seconds" => parsed.seconds = whole_number("--seconds", args.next(), 1, 3600)?,
+            "--seed" => parsed.seed = whole_number("--seed", args.next(), 1, u64::MAX)?,
             "--for" => {
-                let seconds = number("--for", args.next(), 7 * 24 * 3600)?;
+                let seconds = whole_number("--for", args.next(), 1, 7 * 24 * 3600)?;
                 parsed.run_for = Some(Duration::from_secs(seconds));
             }
             flag if flag.starts_with('-') => {

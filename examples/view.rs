@@ -31,7 +31,7 @@ use dspk::view::{
     SignalBackend, View, ViewRequest, ViewSource,
 };
 use dspk::{ComputeTarget, RecordingSource};
-use dspk_examples::{finish, progress_bar};
+use dspk_examples::{finish, progress_bar, whole_number};
 
 struct Args {
     path: Option<PathBuf>,
@@ -259,12 +259,6 @@ fn parse_args() -> Result<Option<Args>, Box<dyn Error>> {
         device: false,
     };
     let mut args = std::env::args_os().skip(1);
-    let number = |name: &str, value: Option<std::ffi::OsString>, most: u64| {
-        value
-            .and_then(|v| v.to_str()?.parse::<u64>().ok())
-            .filter(|&v| (1..=most).contains(&v))
-            .ok_or(format!("{name} needs a whole number from 1 to {most}"))
-    };
     while let Some(arg) = args.next() {
         match arg.to_str().unwrap_or("") {
             "-h" | "--help" => {
@@ -285,11 +279,13 @@ fn parse_args() -> Result<Option<Args>, Box<dyn Error>> {
                     .ok_or("--channels needs A..B (e.g. 0..48)")?;
                 parsed.channels = Some(range);
             }
-            "--width" => parsed.width = number("--width", args.next(), 16_000)? as usize,
-            "--height" => parsed.height = number("--height", args.next(), 16_000)? as u32,
-            "--seconds" => parsed.seconds = number("--seconds", args.next(), 3600)?,
-            "--seed" => parsed.seed = number("--seed", args.next(), u64::MAX)?,
-            "--threads" => parsed.threads = number("--threads", args.next(), 256)? as usize,
+            "--width" => parsed.width = whole_number("--width", args.next(), 1, 16_000)? as usize,
+            "--height" => parsed.height = whole_number("--height", args.next(), 1, 16_000)? as u32,
+            "--seconds" => parsed.seconds = whole_number("--seconds", args.next(), 1, 3600)?,
+            "--seed" => parsed.seed = whole_number("--seed", args.next(), 1, u64::MAX)?,
+            "--threads" => {
+                parsed.threads = whole_number("--threads", args.next(), 1, 256)? as usize
+            }
             "--device" => parsed.device = true,
             flag if flag.starts_with('-') => {
                 return Err(format!("unknown flag `{flag}` (try --help)").into());

@@ -163,6 +163,27 @@ pub fn parse_flags_and_fractions(
     Ok(Flags::Run)
 }
 
+/// The value given to flag `name` (`value`, the next argument) as a whole number from
+/// `least` to `most` (`--width 1600`).
+///
+/// # Errors
+///
+/// A message naming the flag and the range when the value is missing, not a whole number or
+/// outside the range.
+pub fn whole_number(
+    name: &str,
+    value: Option<std::ffi::OsString>,
+    least: u64,
+    most: u64,
+) -> Result<u64, String> {
+    value
+        .and_then(|v| v.to_str()?.parse::<u64>().ok())
+        .filter(|v| (least..=most).contains(v))
+        .ok_or(format!(
+            "{name} needs a whole number from {least} to {most}"
+        ))
+}
+
 /// The exit code of an example or benchmark whose body returned `result`: success, or on an
 /// error its [`error_report`] printed on stderr and failure (exit status 1).
 #[must_use]
@@ -424,6 +445,24 @@ pub unsafe fn quiet_vulkan_device_select() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn whole_numbers_in_range_or_a_message_naming_the_flag() {
+        let arg = |v: &str| Some(std::ffi::OsString::from(v));
+        assert_eq!(whole_number("--width", arg("1600"), 1, 16_000), Ok(1600));
+        assert_eq!(whole_number("--from", arg("0"), 0, 9), Ok(0));
+        for bad in [
+            arg("0"),
+            arg("16001"),
+            arg("-3"),
+            arg("1.5"),
+            arg("wide"),
+            None,
+        ] {
+            let message = whole_number("--width", bad, 1, 16_000).unwrap_err();
+            assert_eq!(message, "--width needs a whole number from 1 to 16000");
+        }
+    }
 
     /// An error that quotes its source in its own message, as thiserror's `{source}` does.
     #[derive(Debug)]
