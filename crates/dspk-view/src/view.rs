@@ -190,12 +190,12 @@ fn merge_columns(envelope: &Envelope) -> Result<Envelope> {
         for k in 0..width {
             let at = c * width + k;
             // The fold's comparisons (the first of equal values kept, as in sample order).
-            if envelope.min()[at] < min[c] {
-                min[c] = envelope.min()[at];
-            }
-            if envelope.max()[at] > max[c] {
-                max[c] = envelope.max()[at];
-            }
+            crate::pyramid::merge(
+                &mut min[c],
+                &mut max[c],
+                envelope.min()[at],
+                envelope.max()[at],
+            );
         }
     }
     let nan = envelope.nan_counts().map(|nan| {

@@ -11,3 +11,5 @@ pub use build::{BuildCancel, BuildOptions, BuildProgress, PageFold, ProgressFn, 
 pub use cache::{CacheState, RecordingSignature};
 pub use layout::{MAX_PAGE_VALUES, MAX_RESIDENT_BYTES, PyramidLayout};
 pub use store::Pyramid;
+
+pub(crate) use page::merge;
