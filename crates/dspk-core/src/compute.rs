@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 use cubecl::device::WgpuDeviceKind;
 use cubecl::{Device, client::Client};
 
-use crate::{Error, Result};
+use crate::{Error, KernelCache, Result};
 
 /// The environment variable that picks a runtime: `wgpu`, `cuda`, `hip` or `cpu`.
 pub const RUNTIME_ENV: &str = "DSPK_RUNTIME";
@@ -69,12 +69,14 @@ impl ComputeTarget {
     /// wgpu on a hardware adapter), then the CPU runtime, then wgpu on a software adapter
     /// (lavapipe), which is slower than the CPU runtime.
     ///
-    /// Probed once per process (adapter enumeration only; no device is opened).
+    /// Probed once per process (adapter enumeration only; no device is opened), after the
+    /// [`KernelCache`] setting is applied.
     #[must_use]
     pub fn available() -> Vec<Self> {
         static AVAILABLE: OnceLock<Vec<ComputeTarget>> = OnceLock::new();
         AVAILABLE
             .get_or_init(|| {
+                KernelCache::get();
                 let mut ranked: Vec<(u8, Self)> = Self::compiled()
                     .into_iter()
                     .filter_map(|target| match target {
@@ -140,11 +142,15 @@ impl ComputeTarget {
     /// wgpu ranks best (a discrete GPU first, a software adapter such as lavapipe when there is
     /// nothing else; `CUBECL_WGPU_DEFAULT_DEVICE` overrides); the CPU.
     ///
+    /// The [`KernelCache`] setting is applied to CubeCL first (once per process): CubeCL reads
+    /// its configuration when the first device opens.
+    ///
     /// # Errors
     ///
     /// [`Error::NotCompiled`], or [`Error::NoDevice`] with the runtime's reason.
     pub fn device(self) -> Result<Device> {
         self.ensure_compiled()?;
+        KernelCache::get();
         let device = match self {
             Self::Cuda => Device::cuda(0),
             Self::Hip => Device::rocm(0),

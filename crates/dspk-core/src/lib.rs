@@ -14,20 +14,25 @@
 //! - [`rng::SplitMix64`] is the seeded generator of synthetic data and tests.
 //! - [`ComputeTarget`] picks a CubeCL runtime (`DSPK_RUNTIME=wgpu|cuda|hip|cpu`) among those
 //!   compiled in and opens its client.
+//! - [`KernelCache`] keeps compiled CUDA/HIP kernels on disk between runs
+//!   (`DSPK_KERNEL_CACHE=DIR|off`, default `~/.cache/dspk/kernels`); see [`kernel_cache`].
 //!
 //! This crate knows nothing of neurons, probes or file formats.
 //!
 //! # Feature flags
 //!
 //! - `wgpu` (default): the wgpu runtime (Vulkan, Metal, DX12; lavapipe without a GPU).
-//! - `cuda`: the CUDA runtime.
-//! - `hip`: the ROCm/HIP runtime.
+//! - `cuda`: the CUDA runtime (with `kernel-cache`).
+//! - `hip`: the ROCm/HIP runtime (with `kernel-cache`).
 //! - `cpu`: CubeCL's CPU runtime.
+//! - `kernel-cache`: compiled kernels kept on disk between runs ([`kernel_cache`]); only the
+//!   CUDA and HIP runtimes read it.
 //! - `test-util`: the `test_util` module, helpers for tests (runtime fan-out, conformance suites).
 
 mod buffer;
 mod compute;
 mod error;
+pub mod kernel_cache;
 mod loader;
 mod memory;
 mod parts;
@@ -45,6 +50,7 @@ pub mod test_util;
 
 pub use compute::{ComputeTarget, RUNTIME_ENV};
 pub use error::{Error, Result};
+pub use kernel_cache::{KERNEL_CACHE_ENV, KernelCache, KernelCacheOff};
 pub use loader::{
     LOADER_THREADS_ENV, LoadedWindow, LoaderOptions, LoaderStats, MAX_LOADER_THREADS,
     WindowElement, WindowLoader,
