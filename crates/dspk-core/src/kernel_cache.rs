@@ -1,10 +1,13 @@
 //! The persistent kernel cache: compiled kernels kept on disk between runs.
 //!
-//! CubeCL compiles each kernel the first time a process launches it. On CUDA (LLVM or NVRTC to
-//! PTX) and HIP that costs tens to hundreds of milliseconds per kernel, seconds for a whole sort,
-//! and every new process pays it again. CubeCL can keep the compiled code in a database (its
-//! `persistence` feature, an embedded SQLite-compatible engine) and load it in later processes;
-//! dspk turns that on for the runtimes that read it and points it at a directory of its own.
+//! CubeCL compiles each kernel the first time a process launches it. On CUDA (to PTX, through
+//! LLVM by default or NVRTC with CubeCL's `cuda-cpp`) and HIP that costs tens to hundreds of
+//! milliseconds per kernel, seconds for a whole sort, and every new process pays it again.
+//! CubeCL can keep the compiled code in a database (its `persistence` feature, an embedded
+//! SQLite-compatible engine) and load it in later processes; dspk turns that on for the runtimes
+//! that read it and points it at a directory of its own. On CUDA the driver still translates
+//! the cached PTX for the GPU when a module loads; it keeps its own cache of that
+//! (`~/.nv/ComputeCache`, `CUDA_CACHE_*` variables).
 //!
 //! `DSPK_KERNEL_CACHE` ([`KERNEL_CACHE_ENV`]) chooses:
 //! - unset or empty: the user's cache directory, `$XDG_CACHE_HOME/dspk/kernels` or
@@ -12,9 +15,10 @@
 //! - `off` (or `0`, `false`): no cache, every process compiles its kernels;
 //! - anything else: that directory (a relative path is taken from the current directory).
 //!
-//! The directory holds one database file per CubeCL environment (`default.db`, or the name in
-//! `CUBECL_ENVIRONMENT`) and its write-ahead log. Deleting the directory is always safe; it only
-//! grows (each rebuilt binary adds its own entries), so delete it to reclaim the space.
+//! The directory holds one database per CubeCL environment (`default.db`, or the name in
+//! `CUBECL_ENVIRONMENT`) with its write-ahead log and shared-memory files (`-wal`, `-tshm`).
+//! Deleting the directory is always safe; it only grows (each rebuilt binary adds its own
+//! entries), so delete it to reclaim the space.
 //!
 //! Which runtimes use it: CUDA and HIP. The cargo features `cuda` and `hip` compile it in (the
 //! `kernel-cache` feature); builds with only `wgpu` or `cpu` leave it out, because CubeCL
