@@ -1,6 +1,10 @@
 //! The window loader measured on a raw int16 file: the loader alone and the pipelined stored
 //! upload with 1, 2, 4, 8 and 16 reader threads, from the page cache and from the disk, and the
-//! disk's own rate with `O_DIRECT` reads into page-aligned buffers.
+//! disk's own rate with `O_DIRECT` reads into page-aligned buffers. From the page cache, the
+//! `pread only` rows read the same bytes with plain `pread`s, each thread its share of every
+//! window (cut by time, as the loader's threads are) straight into its share of one
+//! window-sized buffer: the copy the loader's reads cost before their values are
+//! de-interleaved into channel runs.
 //!
 //! ```text
 //! DSPK_RUNTIME=cuda cargo bench --features cuda --bench loader -- --gb 4 --dir /path/on/disk
@@ -236,6 +240,46 @@ fn direct_read(path: &Path, threads: usize, block: usize) -> BoxResult<(u64, f64
     Ok((blocks * block as u64, started.elapsed().as_secs_f64()))
 }
 
+/// Seconds to read every window of `recording` from `file` with plain `pread`s on `threads`
+/// threads: thread `p` reads part `p` of each window (`BenchRecording::window_part`) into the
+/// same part of one window-sized buffer.
+fn pread_only(file: &File, recording: &BenchRecording, threads: usize) -> BoxResult<f64> {
+    let frame = recording.frame_bytes();
+    let parts = threads as u64;
+    let mut buffer = vec![0u8; usize::try_from(recording.window_samples * frame)?];
+    // Each thread's share of the buffer: the bytes of its part of a whole window.
+    let mut shares = Vec::with_capacity(threads);
+    let mut rest = buffer.as_mut_slice();
+    for part in 0..parts {
+        let samples = recording.window_part(0, part, parts);
+        let len = usize::try_from((samples.end - samples.start) * frame)?;
+        let (share, tail) = std::mem::take(&mut rest).split_at_mut(len);
+        shares.push(share);
+        rest = tail;
+    }
+    let started = Instant::now();
+    std::thread::scope(|scope| -> BoxResult<()> {
+        let workers: Vec<_> = (0..parts)
+            .zip(shares)
+            .map(|(part, share)| {
+                scope.spawn(move || -> std::io::Result<()> {
+                    for window in 0..recording.windows() {
+                        let samples = recording.window_part(window, part, parts);
+                        let len = ((samples.end - samples.start) * frame) as usize;
+                        file.read_exact_at(&mut share[..len], samples.start * frame)?;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        for worker in workers {
+            worker.join().map_err(|_| "a pread thread panicked")??;
+        }
+        Ok(())
+    })?;
+    Ok(started.elapsed().as_secs_f64())
+}
+
 /// The device side of the pipelined runs.
 struct Device {
     client: dspk::cubecl::client::Client,
@@ -383,6 +427,19 @@ fn run() -> BoxResult<()> {
             table_row(
                 "cache",
                 "loader",
+                threads,
+                (bytes, windows),
+                seconds,
+                cached
+            )
+        );
+        let cached = resident(&file)?;
+        let seconds = pread_only(&file, &recording, threads)?;
+        println!(
+            "{}",
+            table_row(
+                "cache",
+                "pread only",
                 threads,
                 (bytes, windows),
                 seconds,

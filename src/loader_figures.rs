@@ -1,5 +1,6 @@
 //! The arithmetic of the loader bench (`benches/loader.rs`): the size of the recording it
-//! writes, rates in GB/s and windows/s, page-cache residency, and the table it prints.
+//! writes, the parts its plain `pread` threads read, rates in GB/s and windows/s, page-cache
+//! residency, and the table it prints.
 
 /// The bench's recording: `samples` samples of `channels` int16 channels, cut into `windows`
 /// windows of `window_samples` (the last one shorter when they do not divide evenly).
@@ -50,6 +51,27 @@ impl BenchRecording {
     #[must_use]
     pub fn windows(&self) -> u64 {
         self.samples.div_ceil(self.window_samples)
+    }
+
+    /// Bytes of one sample of every channel (`channels * 2`).
+    #[must_use]
+    pub fn frame_bytes(&self) -> u64 {
+        self.channels as u64 * 2
+    }
+
+    /// The samples of part `part` of `parts` of window `window`, cut by time as the loader
+    /// cuts a window among its reader threads (part `p` starts `window_samples * p / parts`
+    /// into the window), clipped to the recording (the last window may be short, and some of
+    /// its parts empty). `parts` of 0 counts as 1.
+    #[must_use]
+    pub fn window_part(&self, window: u64, part: u64, parts: u64) -> std::ops::Range<u64> {
+        let parts = parts.max(1);
+        let start = window * self.window_samples;
+        let cut = |p: u64| {
+            let into = u128::from(self.window_samples) * u128::from(p) / u128::from(parts);
+            (start + into as u64).min(self.samples)
+        };
+        cut(part)..cut(part + 1)
     }
 }
 
@@ -128,6 +150,33 @@ mod tests {
             (100_001, 2, 768 * 100_001)
         );
         assert_eq!(BenchRecording::of_file(767, 384, 60_000), None);
+    }
+
+    #[test]
+    fn window_parts_cover_each_window_once() {
+        let r = BenchRecording::of_file(768 * 100_001, 384, 60_000).unwrap();
+        assert_eq!(r.frame_bytes(), 768);
+        assert_eq!(r.window_part(0, 0, 1), 0..60_000);
+        assert_eq!(r.window_part(0, 0, 0), 0..60_000);
+        assert_eq!(r.window_part(0, 1, 8), 7_500..15_000);
+        assert_eq!(r.window_part(1, 0, 3), 60_000..80_000);
+        // The last window holds 40 001 samples: its parts are clipped, the last one empty.
+        assert_eq!(r.window_part(1, 1, 3), 80_000..100_000);
+        assert_eq!(r.window_part(1, 2, 3), 100_000..100_001);
+        assert_eq!(r.window_part(1, 6, 7), 100_001..100_001);
+        for parts in 1..=16 {
+            for window in 0..r.windows() {
+                let pieces: Vec<_> = (0..parts)
+                    .map(|p| r.window_part(window, p, parts))
+                    .collect();
+                assert_eq!(pieces[0].start, window * 60_000);
+                assert_eq!(
+                    pieces[parts as usize - 1].end,
+                    ((window + 1) * 60_000).min(r.samples)
+                );
+                assert!(pieces.windows(2).all(|pair| pair[0].end == pair[1].start));
+            }
+        }
     }
 
     #[test]

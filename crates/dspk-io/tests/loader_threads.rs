@@ -193,8 +193,8 @@ fn every_reader_gives_the_same_windows_with_any_number_of_threads() {
 
 #[test]
 fn wide_interleaved_files_transpose_across_tiles_and_blocks() {
-    // 300 channels: 600-byte frames, so a read crosses the transposition's 64 KiB tiles (109
-    // rows) and, over 8 000 samples, its 4 MiB blocks (6 990 rows).
+    // 300 channels: 600-byte frames, so a read of 8 000 samples crosses the reader's 512 KiB
+    // blocks (872 rows), and 300 is not a multiple of the transposition's 8-channel tiles.
     let (channels, samples) = (300, 8_000u64);
     let rate = SampleRate::from_hz(30_000).unwrap();
     let source = SyntheticRecording::new(channels, samples, rate, 5).unwrap();

@@ -145,9 +145,10 @@ fn npy_arrays_as_recordings_in_every_order() {
     assert_eq!(recording.info().stored_format, SampleFormat::I16);
 }
 
-/// Interleaved reads large enough to de-interleave on several threads (by channel) give the
-/// same values as one thread would: every channel, a channel subset in another order, and a
-/// read that straddles the scratch blocks, for int16 and int32.
+/// Interleaved reads large enough to share among several threads (by sample range) give the
+/// same values as the source: every channel, a channel subset in another order, and a read
+/// that straddles the scratch blocks, for int16 and int32 in either byte order, stored and
+/// scaled.
 #[test]
 fn large_interleaved_reads_split_over_threads_equal_the_file() {
     let dir = scratch("raw_large_interleaved");
@@ -175,31 +176,41 @@ fn large_interleaved_reads_split_over_threads_equal_the_file() {
             MemoryRecording::from_samples(infos(), rate, &i32s).unwrap(),
         ),
     ] {
-        let data = dir.join(format!("{name}.bin"));
-        write_raw(
-            &source,
-            &data,
-            RawWriteOptions {
-                order: SampleOrder::Interleaved,
-                byte_order: ByteOrder::Little,
-            },
-        )
-        .unwrap();
-        let recording = RawRecording::open(&data).unwrap();
-        let size = source.info().stored_format.size();
-        let subset: Vec<usize> = (0..channels).rev().step_by(3).collect();
-        for (chosen, range) in [
-            ((0..channels).collect::<Vec<_>>(), 0..samples as u64),
-            (subset, 1_234..39_999),
-        ] {
-            let n = (range.end - range.start) as usize;
-            let mut ours = vec![0u8; chosen.len() * n * size];
-            let mut expected = vec![0u8; ours.len()];
-            recording
-                .read_stored(&chosen, range.clone(), &mut ours)
-                .unwrap();
-            source.read_stored(&chosen, range, &mut expected).unwrap();
-            assert!(ours == expected, "{name}: {} channels", chosen.len());
+        for byte_order in [ByteOrder::Little, ByteOrder::Big] {
+            let data = dir.join(format!("{name}-{byte_order:?}.bin"));
+            write_raw(
+                &source,
+                &data,
+                RawWriteOptions {
+                    order: SampleOrder::Interleaved,
+                    byte_order,
+                },
+            )
+            .unwrap();
+            let recording = RawRecording::open(&data).unwrap();
+            let size = source.info().stored_format.size();
+            let subset: Vec<usize> = (0..channels).rev().step_by(3).collect();
+            for (chosen, range) in [
+                ((0..channels).collect::<Vec<_>>(), 0..samples as u64),
+                (subset, 1_234..39_999),
+            ] {
+                let what = format!("{name} {byte_order:?}: {} channels", chosen.len());
+                let n = (range.end - range.start) as usize;
+                let mut ours = vec![0u8; chosen.len() * n * size];
+                let mut expected = vec![0u8; ours.len()];
+                recording
+                    .read_stored(&chosen, range.clone(), &mut ours)
+                    .unwrap();
+                source
+                    .read_stored(&chosen, range.clone(), &mut expected)
+                    .unwrap();
+                assert!(ours == expected, "{what}");
+                let mut ours = vec![0f32; chosen.len() * n];
+                let mut expected = vec![0f32; ours.len()];
+                recording.read(&chosen, range.clone(), &mut ours).unwrap();
+                source.read(&chosen, range, &mut expected).unwrap();
+                assert!(ours == expected, "{what}, scaled");
+            }
         }
     }
 }

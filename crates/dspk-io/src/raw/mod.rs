@@ -1,6 +1,7 @@
 //! Raw binary recordings: a data file of stored samples described by a JSON sidecar (dspk's
 //! own, or SpikeInterface's `binary.json`), and a writer for the same layout.
 
+mod deinterleave;
 mod reader;
 mod sidecar;
 mod spikeinterface;

@@ -3,10 +3,11 @@
 use std::path::{Path, PathBuf};
 
 use dspk_core::{
-    ChannelInfo, ConcurrentReads, ReadRequest, RecordingInfo, RecordingSource, SampleFormat,
-    SampleRate,
+    ChannelInfo, ConcurrentReads, LoaderOptions, ReadRequest, RecordingInfo, RecordingSource,
+    SampleFormat, SampleRate,
 };
 
+use super::deinterleave::deinterleave;
 use crate::dtype::{ByteOrder, to_little_endian};
 use crate::file::DataFile;
 use crate::{Error, Result};
@@ -58,12 +59,15 @@ pub struct RawSpec {
 /// interleaved or channel-major, in either byte order, after a fixed-size header.
 ///
 /// Reads go straight from the file into the caller's buffer (channel-major layouts) or through
-/// a scratch block of at most 4 MiB (interleaved layouts; each reading thread keeps its block
-/// for its next reads), with positional reads (`pread`), so
-/// reading a recording of any length window by window keeps memory flat and any number of
-/// threads can read at once. The file is not memory-mapped: pages of a mapping that a reader
-/// touches count in its resident set until the kernel reclaims them, so a pass over a large
-/// recording would grow the process's RSS to the file's size.
+/// a scratch block of at most 512 KiB that stays in a core's cache while its values are
+/// de-interleaved (interleaved layouts; each reading thread keeps its block for its next
+/// reads), with positional reads (`pread`), so reading a recording of any length window by
+/// window keeps memory flat and any number of threads can read at once. Large reads of
+/// interleaved files through [`RecordingSource::fill_stored`] and
+/// [`RecordingSource::fill_scaled`] are shared by sample range among up to
+/// [`LoaderOptions::machine_threads`] threads. The file is not memory-mapped: pages of a
+/// mapping that a reader touches count in its resident set until the kernel reclaims them, so
+/// a pass over a large recording would grow the process's RSS to the file's size.
 ///
 /// For the [`WindowLoader`](dspk_core::WindowLoader)'s reader threads it allows concurrent
 /// reads by sample range (interleaved) or by channel (channel-major), and turns the hint of
@@ -79,12 +83,29 @@ pub struct RawRecording {
     header_bytes: u64,
 }
 
-/// Bytes of scratch a read uses at most (interleaved layouts, scaled reads).
-const BLOCK_BYTES: usize = 4 << 20;
+/// Bytes of interleaved frames read at a time: small enough to stay in a core's L2 cache
+/// (1 to 2 MiB on current x86 servers) while they are de-interleaved, large enough that a
+/// `pread` costs little more than its copy.
+const BLOCK_BYTES: usize = 512 << 10;
+
+/// Frames per block are a multiple of this (when a block holds more), so only a read's last
+/// block has frames left over from whole de-interleaving tiles (8 or 4 frames high).
+const BLOCK_ROWS_MULTIPLE: usize = 8;
+
+/// The alignment of the scratch block (a page, the unit the kernel copies from).
+const SCRATCH_ALIGN: usize = 4096;
+
+/// Bytes of stored values a scaled read converts at a time.
+const SCALED_BLOCK_BYTES: usize = 4 << 20;
+
+/// Bytes of interleaved frames a thread of a large read should have at least, so small reads
+/// stay on one thread (starting a thread and faulting in its scratch cost tens of
+/// microseconds).
+const BYTES_PER_THREAD: usize = 2 << 20;
 
 thread_local! {
-    /// The block of interleaved frames a thread reads into (at most [`BLOCK_BYTES`], or one
-    /// frame when a frame is larger), kept between reads.
+    /// The memory a thread reads interleaved frames into ([`BLOCK_BYTES`], or one frame when
+    /// a frame is larger, plus room to align it), kept between reads.
     static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
@@ -151,21 +172,19 @@ impl RawRecording {
 
     /// Writes the stored little-endian values of `channels` over `len` samples from `start`
     /// into `runs`, one run of `len * size` bytes per channel. Arguments are checked. With
-    /// `threads`, interleaved blocks are transposed on several threads when large.
+    /// [`Threads::Machine`], large interleaved reads are shared among threads by sample range.
     fn stored_into(
         &self,
         channels: &[usize],
         start: u64,
         len: usize,
         runs: &mut [&mut [u8]],
-        threads: Gather,
+        threads: Threads,
     ) -> Result<()> {
         let size = self.info.stored_format.size();
-        let run = len * size;
-        if run == 0 || channels.is_empty() {
+        if len == 0 || channels.is_empty() {
             return Ok(());
         }
-        let num_channels = self.info.num_channels();
         match self.order {
             SampleOrder::ChannelMajor => {
                 let n = self.info.num_samples;
@@ -174,69 +193,129 @@ impl RawRecording {
                     // check at open proved header + num_channels * n * size fits in the file.
                     let offset = self.header_bytes + (channel as u64 * n + start) * size as u64;
                     self.file.read_exact_at(offset, out)?;
+                    to_little_endian(out, size, self.byte_order);
                 }
+                Ok(())
             }
             SampleOrder::Interleaved => {
-                let frame = num_channels * size;
-                let rows_per_block = (BLOCK_BYTES / frame).max(1).min(len);
-                SCRATCH.with_borrow_mut(|scratch| {
-                    // Kept per thread (the loader's threads live as long as the loader): no
-                    // fresh pages to fault in and zero for every window.
-                    if scratch.len() < rows_per_block * frame {
-                        scratch.resize(rows_per_block * frame, 0);
-                    }
-                    let mut row = 0;
-                    while row < len {
-                        let rows = rows_per_block.min(len - row);
-                        let block = &mut scratch[..rows * frame];
-                        let offset = self.header_bytes + (start + row as u64) * frame as u64;
-                        self.file.read_exact_at(offset, block)?;
-                        gather_in_parallel(
-                            block,
-                            frame,
-                            size,
-                            channels,
-                            runs,
-                            row..row + rows,
-                            threads,
-                        );
-                        row += rows;
-                    }
-                    Ok::<(), Error>(())
-                })?;
+                let threads = self.threads_for(len, threads);
+                on_threads(threads, len, size, runs, |first, rows, runs| {
+                    self.interleaved_into(channels, start + first as u64, rows, runs)
+                })
             }
         }
-        for out in runs.iter_mut() {
-            to_little_endian(out, size, self.byte_order);
-        }
-        Ok(())
     }
 
-    /// Writes the scaled values of a checked request into `runs`, one per channel, through
-    /// blocks of stored values of at most [`BLOCK_BYTES`].
+    /// Threads for a read of `len` samples: one unless `threads` allows more, the file is
+    /// interleaved and each thread gets at least [`BYTES_PER_THREAD`] of frames.
+    fn threads_for(&self, len: usize, threads: Threads) -> usize {
+        match (threads, self.order) {
+            (Threads::Machine, SampleOrder::Interleaved) => {
+                let frame = self.info.num_channels() * self.info.stored_format.size();
+                let by_size = len.saturating_mul(frame) / BYTES_PER_THREAD;
+                LoaderOptions::machine_threads().min(by_size).max(1)
+            }
+            _ => 1,
+        }
+    }
+
+    /// Writes the stored little-endian values of `channels` over `len` samples from `start` of
+    /// an interleaved file into `runs`, one run of `len * size` bytes per channel, on this
+    /// thread: blocks of at most [`BLOCK_BYTES`] of frames are read into the thread's scratch
+    /// and de-interleaved while in the cache.
+    fn interleaved_into(
+        &self,
+        channels: &[usize],
+        start: u64,
+        len: usize,
+        runs: &mut [&mut [u8]],
+    ) -> Result<()> {
+        let size = self.info.stored_format.size();
+        let frame = self.info.num_channels() * size;
+        let mut rows_per_block = (BLOCK_BYTES / frame).max(1).min(len);
+        if rows_per_block > BLOCK_ROWS_MULTIPLE {
+            rows_per_block -= rows_per_block % BLOCK_ROWS_MULTIPLE;
+        }
+        SCRATCH.with_borrow_mut(|memory| {
+            // Kept per thread (the loader's threads live as long as the loader): no fresh
+            // pages to fault in and zero for every window.
+            let needed = rows_per_block * frame + SCRATCH_ALIGN;
+            if memory.len() < needed {
+                memory.resize(needed, 0);
+            }
+            let skip = memory.as_ptr().align_offset(SCRATCH_ALIGN);
+            let scratch = &mut memory[skip.min(SCRATCH_ALIGN)..];
+            let mut row = 0;
+            while row < len {
+                let rows = rows_per_block.min(len - row);
+                let block = &mut scratch[..rows * frame];
+                let offset = self.header_bytes + (start + row as u64) * frame as u64;
+                self.file.read_exact_at(offset, block)?;
+                deinterleave(block, frame, size, channels, runs, row);
+                if self.byte_order == ByteOrder::Big {
+                    // The pieces just written, while they are still in the cache.
+                    for out in runs.iter_mut() {
+                        to_little_endian(
+                            &mut out[row * size..(row + rows) * size],
+                            size,
+                            self.byte_order,
+                        );
+                    }
+                }
+                row += rows;
+            }
+            Ok(())
+        })
+    }
+
+    /// Writes the scaled values of a checked request into `runs`, one per channel. With
+    /// [`Threads::Machine`], large interleaved reads are shared among threads by sample range.
     fn scaled_into(
         &self,
         request: &ReadRequest<'_>,
         runs: &mut [&mut [f32]],
-        threads: Gather,
+        threads: Threads,
     ) -> Result<()> {
         let channels = request.channels();
         let n = request.samples_per_channel();
         if n == 0 || channels.is_empty() {
             return Ok(());
         }
+        let start = request.samples().start;
+        let threads = self.threads_for(n, threads);
+        on_threads(threads, n, 1, runs, |first, rows, runs| {
+            self.scaled_part(channels, start + first as u64, rows, runs)
+        })
+    }
+
+    /// Writes the scaled values of `channels` over `len` samples from `start` into `runs`, one
+    /// per channel, on this thread, through blocks of at most [`SCALED_BLOCK_BYTES`] of stored
+    /// values.
+    fn scaled_part(
+        &self,
+        channels: &[usize],
+        start: u64,
+        len: usize,
+        runs: &mut [&mut [f32]],
+    ) -> Result<()> {
         let format = self.info.stored_format;
         let size = format.size();
-        let widest = channels.len().max(self.info.num_channels());
-        let rows_per_block = (BLOCK_BYTES / (widest * size)).max(1).min(n);
+        let rows_per_block = (SCALED_BLOCK_BYTES / (channels.len() * size))
+            .max(1)
+            .min(len);
         let mut stored = vec![0u8; channels.len() * rows_per_block * size];
-        let start = request.samples().start;
         let mut row = 0;
-        while row < n {
-            let rows = rows_per_block.min(n - row);
+        while row < len {
+            let rows = rows_per_block.min(len - row);
             let block = &mut stored[..channels.len() * rows * size];
             let mut block_runs: Vec<&mut [u8]> = block.chunks_exact_mut(rows * size).collect();
-            self.stored_into(channels, start + row as u64, rows, &mut block_runs, threads)?;
+            self.stored_into(
+                channels,
+                start + row as u64,
+                rows,
+                &mut block_runs,
+                Threads::One,
+            )?;
             for ((&channel, stored), out) in channels
                 .iter()
                 .zip(block.chunks_exact(rows * size))
@@ -251,94 +330,64 @@ impl RawRecording {
     }
 }
 
-/// Whether a read may transpose interleaved blocks on threads of its own: yes for a whole
-/// read, no for a part read by one of the loader's threads (which already run in parallel).
+/// Whether a read may share its work among threads of its own: yes for a whole read, no for a
+/// part read by one of the loader's threads (which already run in parallel).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Gather {
-    Parallel,
-    OneThread,
+enum Threads {
+    Machine,
+    One,
 }
 
-/// Copies the values of `channels` out of a block of interleaved frames into their `runs`
-/// (one per channel), at rows `rows`, with the channels shared among up to
-/// [`GATHER_THREADS`] threads when the block is large and `threads` allows (the
-/// transposition, not the read, bounds a single thread: about 1.1 GB/s of int16 for 384
-/// channels on a development machine). Each thread writes its own channels' runs, so the
-/// result is the same.
-fn gather_in_parallel(
-    block: &[u8],
-    frame: usize,
-    size: usize,
-    channels: &[usize],
-    runs: &mut [&mut [u8]],
-    rows: std::ops::Range<usize>,
-    threads: Gather,
-) {
-    let values = channels.len() * rows.len();
-    let threads = match threads {
-        Gather::Parallel => std::thread::available_parallelism().map_or(1, usize::from),
-        Gather::OneThread => 1,
+/// Runs `read(first, rows, pieces)` on `threads` threads, each for its own consecutive
+/// samples `first..first + rows` of `len`, with `pieces` the parts of `runs` (one per channel,
+/// `per_sample` elements a sample) for those samples; the calling thread reads the first
+/// part. Returns the first error in sample order. With one thread, reads all of `runs` here.
+fn on_threads<T: Send>(
+    threads: usize,
+    len: usize,
+    per_sample: usize,
+    runs: &mut [&mut [T]],
+    read: impl Fn(usize, usize, &mut [&mut [T]]) -> Result<()> + Sync,
+) -> Result<()> {
+    if threads <= 1 {
+        return read(0, len, runs);
     }
-    .min(GATHER_THREADS)
-    .min(values.div_ceil(GATHER_VALUES_PER_THREAD))
-    .min(channels.len())
-    .max(1);
-    let per = channels.len().div_ceil(threads);
+    let cuts: Vec<usize> = (0..=threads).map(|p| len * p / threads).collect();
+    let mut parts: Vec<Vec<&mut [T]>> = (0..threads)
+        .map(|_| Vec::with_capacity(runs.len()))
+        .collect();
+    for run in runs.iter_mut() {
+        let mut rest: &mut [T] = run;
+        for (part, cut) in parts.iter_mut().zip(cuts.windows(2)) {
+            let (piece, tail) =
+                std::mem::take(&mut rest).split_at_mut((cut[1] - cut[0]) * per_sample);
+            part.push(piece);
+            rest = tail;
+        }
+    }
+    let read = &read;
     std::thread::scope(|scope| {
-        for (channels, runs) in channels.chunks(per).zip(runs.chunks_mut(per)) {
-            let rows = rows.clone();
-            let work = move || match size {
-                2 => gather(block, frame, 2, channels, runs, rows),
-                4 => gather(block, frame, 4, channels, runs, rows),
-                _ => gather(block, frame, size, channels, runs, rows),
-            };
-            if threads == 1 {
-                work();
-            } else {
-                scope.spawn(work);
-            }
+        let mut parts = parts.into_iter().zip(cuts.windows(2));
+        let mine = parts.next();
+        let others: Vec<_> = parts
+            .map(|(mut pieces, cut)| {
+                let (first, rows) = (cut[0], cut[1] - cut[0]);
+                scope.spawn(move || read(first, rows, &mut pieces))
+            })
+            .collect();
+        let mut result = match mine {
+            Some((mut pieces, cut)) => read(cut[0], cut[1] - cut[0], &mut pieces),
+            None => Ok(()),
+        };
+        for other in others {
+            let done = other
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            result = result.and(done);
         }
-    });
+        result
+    })
 }
-
-/// Threads [`gather_in_parallel`] uses at most.
-const GATHER_THREADS: usize = 8;
-/// Values a gather thread should have at least, so small reads stay on one thread.
-const GATHER_VALUES_PER_THREAD: usize = 1 << 18;
-
-/// Copies the values of `channels` out of a block of interleaved frames into their `runs`
-/// (one per channel), at rows `rows`, `size` bytes each. The block is walked in tiles of about
-/// [`TILE_BYTES`] that stay in the core's cache while every channel takes its values from
-/// them (channel by channel over the whole 4 MiB block re-read it from memory once per
-/// channel: about 2x slower for 384 channels). Always inlined, so a call with a constant
-/// `size` compiles each copy to one load and store.
-#[inline(always)]
-fn gather(
-    block: &[u8],
-    frame: usize,
-    size: usize,
-    channels: &[usize],
-    runs: &mut [&mut [u8]],
-    rows: std::ops::Range<usize>,
-) {
-    let tile = (TILE_BYTES / frame).max(8);
-    let mut start = rows.start;
-    while start < rows.end {
-        let end = (start + tile).min(rows.end);
-        let frames = &block[(start - rows.start) * frame..(end - rows.start) * frame];
-        for (&channel, out) in channels.iter().zip(runs.iter_mut()) {
-            let out = &mut out[start * size..end * size];
-            let column = channel * size;
-            for (value, frame_bytes) in out.chunks_exact_mut(size).zip(frames.chunks_exact(frame)) {
-                value.copy_from_slice(&frame_bytes[column..column + size]);
-            }
-        }
-        start = end;
-    }
-}
-
-/// Bytes of interleaved frames [`gather`] transposes at a time (in a core's L2 cache).
-const TILE_BYTES: usize = 64 << 10;
 
 /// Checks that a file of `file_len` bytes holds `header + num_channels * num_samples * size`
 /// bytes and returns the number of samples (derived from the length when not given).
@@ -422,14 +471,14 @@ impl RecordingSource for RawRecording {
             request.samples().start,
             request.samples_per_channel(),
             &mut runs,
-            Gather::Parallel,
+            Threads::Machine,
         )?)
     }
 
     fn fill_scaled(&self, request: &ReadRequest<'_>, out: &mut [f32]) -> dspk_core::Result<()> {
         let n = request.samples_per_channel().max(1);
         let mut runs: Vec<&mut [f32]> = out.chunks_exact_mut(n).collect();
-        Ok(self.scaled_into(request, &mut runs, Gather::Parallel)?)
+        Ok(self.scaled_into(request, &mut runs, Threads::Machine)?)
     }
 
     fn can_read_stored(&self) -> bool {
@@ -457,7 +506,7 @@ impl RecordingSource for RawRecording {
             request.samples().start,
             request.samples_per_channel(),
             runs,
-            Gather::OneThread,
+            Threads::One,
         )?)
     }
 
@@ -467,7 +516,7 @@ impl RecordingSource for RawRecording {
         runs: &mut [&mut [f32]],
     ) -> dspk_core::Result<()> {
         request.check_runs(runs, request.samples_per_channel(), "values")?;
-        Ok(self.scaled_into(request, runs, Gather::OneThread)?)
+        Ok(self.scaled_into(request, runs, Threads::One)?)
     }
 
     /// Advises the system that the bytes of `channels` over `samples` will be needed
