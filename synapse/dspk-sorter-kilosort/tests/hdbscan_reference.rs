@@ -9,7 +9,9 @@
 use std::path::Path;
 
 use dspk_core::test_util::for_each_runtime;
-use dspk_sorter_kilosort::hdbscan::{HdbscanSettings, hdbscan_labels, hdbscan_labels_host};
+use dspk_sorter_kilosort::hdbscan::{
+    HdbscanSettings, hdbscan_labels, hdbscan_labels_device, hdbscan_labels_host,
+};
 
 /// One reference case: points (`n x dim`, f32), sklearn's labels, `min_cluster_size`.
 struct Case {
@@ -90,8 +92,12 @@ fn device_labels_equal_sklearn() {
     let cases = cases();
     for_each_runtime(|target, client| {
         for case in &cases {
-            let labels = hdbscan_labels(client, &case.points, case.dim, &settings(case)).unwrap();
+            let labels =
+                hdbscan_labels_device(client, &case.points, case.dim, &settings(case)).unwrap();
             case.check(&labels, &target.to_string());
+            // The choice by size (the host at these sizes) gives the same labels.
+            let chosen = hdbscan_labels(client, &case.points, case.dim, &settings(case)).unwrap();
+            case.check(&chosen, &format!("{target}, chosen by size"));
         }
     });
 }
@@ -124,7 +130,8 @@ fn device_labels_equal_sklearn_on_a_large_input() {
         .collect();
     for_each_runtime(|target, client| {
         let started = std::time::Instant::now();
-        let ours = hdbscan_labels(client, &points, dim, &HdbscanSettings::default()).unwrap();
+        let ours =
+            hdbscan_labels_device(client, &points, dim, &HdbscanSettings::default()).unwrap();
         let differ: Vec<usize> = (0..labels.len())
             .filter(|&i| ours[i] != labels[i])
             .collect();

@@ -5,6 +5,16 @@
 //! `max(core_a, core_b, d(a, b))`. Also the whole minimum spanning tree by Prim's algorithm.
 
 use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+use super::rows::{RowBlocks, fill_in_parallel, map_in_parallel};
+
+/// Most points whose distances [`Distances`] keeps as a whole matrix (`n^2` values in `f64`:
+/// 128 MiB at this count).
+pub(super) const MATRIX_MAX_POINTS: usize = 4096;
+
+/// Fewest rows of distances per thread.
+const MIN_ROWS_PER_THREAD: usize = 32;
 
 /// One edge of the minimum spanning tree of the mutual-reachability graph.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -26,31 +36,115 @@ pub(super) fn squared_distance(a: &[f32], b: &[f32]) -> f64 {
 }
 
 /// Row `i` of `points` (`dim` values per row).
-fn row(points: &[f32], dim: usize, i: usize) -> &[f32] {
+fn row<T>(points: &[T], dim: usize, i: usize) -> &[T] {
     &points[i * dim..(i + 1) * dim]
 }
 
-/// The `k`-th smallest of `values` (`1 <= k <= values.len()`), by `f64::total_cmp`.
-fn kth_smallest(values: &mut [f64], k: usize) -> f64 {
-    let (_, kth, _) = values.select_nth_unstable_by(k - 1, f64::total_cmp);
-    *kth
+/// The `k`-th smallest of `values` (`1 <= k <= values.len()`, every value `+0.0` or more, so
+/// that their order is the order of their bits), kept in `heap` (its contents are replaced).
+fn kth_smallest(values: &[f64], k: usize, heap: &mut BinaryHeap<u64>) -> f64 {
+    heap.clear();
+    heap.extend(values[..k].iter().map(|v| v.to_bits()));
+    for v in &values[k..] {
+        let bits = v.to_bits();
+        if let Some(mut largest) = heap.peek_mut()
+            && bits < *largest
+        {
+            *largest = bits;
+        }
+    }
+    heap.peek().map_or(f64::NAN, |&bits| f64::from_bits(bits))
+}
+
+/// The distances between all pairs of points, `sqrt` of [`squared_distance`]: for at most
+/// [`MATRIX_MAX_POINTS`] points a matrix computed once (rows spread over threads), above it
+/// rows computed when asked for.
+pub(super) enum Distances {
+    /// Row-major `n x n`.
+    Matrix { n: usize, values: Vec<f64> },
+    /// The points in `f64` (row-major) and in blocks.
+    Rows {
+        dim: usize,
+        wide: Vec<f64>,
+        blocks: RowBlocks<f32>,
+    },
+}
+
+impl Distances {
+    /// The distances of `points` (`dim` values per point, finite).
+    pub(super) fn new(points: &[f32], dim: usize) -> Self {
+        Self::with_matrix_up_to(points, dim, MATRIX_MAX_POINTS)
+    }
+
+    /// [`new`](Self::new) with `max_points` in place of [`MATRIX_MAX_POINTS`].
+    pub(super) fn with_matrix_up_to(points: &[f32], dim: usize, max_points: usize) -> Self {
+        let n = points.len() / dim;
+        let rows = Self::Rows {
+            dim,
+            wide: points.iter().map(|&v| f64::from(v)).collect(),
+            blocks: RowBlocks::gather(points, dim, 0..n),
+        };
+        if n > max_points {
+            return rows;
+        }
+        let mut values = vec![0.0f64; n * n];
+        fill_in_parallel(
+            &mut values,
+            n,
+            MIN_ROWS_PER_THREAD,
+            || (),
+            |(), i, out| {
+                rows.row_into(i, out);
+            },
+        );
+        Self::Matrix { n, values }
+    }
+
+    /// Number of points.
+    fn len(&self) -> usize {
+        match self {
+            Self::Matrix { n, .. } => *n,
+            Self::Rows { blocks, .. } => blocks.rows(),
+        }
+    }
+
+    /// Writes the distances from point `i` to every point into `out` (`n` values).
+    fn row_into(&self, i: usize, out: &mut [f64]) {
+        match self {
+            Self::Matrix { n, values } => out.copy_from_slice(&values[i * n..(i + 1) * n]),
+            Self::Rows { dim, wide, blocks } => {
+                blocks.squared_distances(row(wide, *dim, i), 0, out);
+                out.iter_mut().for_each(|v| *v = v.sqrt());
+            }
+        }
+    }
+
+    /// The distances from point `i` to every point: a row of the matrix, or computed into
+    /// `buffer` (`n` values).
+    fn row<'a>(&'a self, i: usize, buffer: &'a mut [f64]) -> &'a [f64] {
+        match self {
+            Self::Matrix { n, values } => &values[i * n..(i + 1) * n],
+            Self::Rows { .. } => {
+                self.row_into(i, buffer);
+                buffer
+            }
+        }
+    }
 }
 
 /// The core distance of every point: the distance to its `k`-th nearest point, the point itself
 /// being the first (sklearn: `NearestNeighbors(n_neighbors=k).fit(X).kneighbors(X)`, last
-/// column). By brute force over all pairs.
-pub(super) fn core_distances(points: &[f32], dim: usize, k: usize) -> Vec<f64> {
-    let n = points.len() / dim;
-    let mut squared = vec![0.0f64; n];
-    (0..n)
-        .map(|i| {
-            let own = row(points, dim, i);
-            for (j, s) in squared.iter_mut().enumerate() {
-                *s = squared_distance(own, row(points, dim, j));
-            }
-            kth_smallest(&mut squared, k).sqrt()
-        })
-        .collect()
+/// column). By brute force over all pairs, points spread over threads. (The `k`-th smallest
+/// distance is the square root of the `k`-th smallest squared distance: `sqrt` is correctly
+/// rounded, hence monotone.)
+pub(super) fn core_distances(distances: &Distances, k: usize) -> Vec<f64> {
+    let n = distances.len();
+    map_in_parallel(
+        n,
+        MIN_ROWS_PER_THREAD,
+        || (vec![0.0f64; n], BinaryHeap::with_capacity(k)),
+        |(buffer, heap), i| kth_smallest(distances.row(i, buffer), k, heap),
+    )
 }
 
 /// The core distance of every point from the candidates a device search found for it: the
@@ -67,6 +161,7 @@ pub(super) fn core_distances_among(
 ) -> Option<Vec<f64>> {
     let n = points.len() / dim;
     let mut squared = vec![0.0f64; slots];
+    let mut heap = BinaryHeap::with_capacity(k);
     let mut core = Vec::with_capacity(n);
     for (i, found) in candidates.chunks_exact(slots).enumerate().take(n) {
         let own = row(points, dim, i);
@@ -77,7 +172,7 @@ pub(super) fn core_distances_among(
             }
             *s = squared_distance(own, row(points, dim, j));
         }
-        core.push(kth_smallest(&mut squared, k).sqrt());
+        core.push(kth_smallest(&squared, k, &mut heap).sqrt());
     }
     Some(core)
 }
@@ -92,47 +187,41 @@ pub(super) fn reachability(points: &[f32], dim: usize, core: &[f64], a: usize, b
 /// smaller end, then the larger.
 pub(super) fn edge_order(wa: f64, a: (usize, usize), wb: f64, b: (usize, usize)) -> Ordering {
     let key = |(x, y): (usize, usize)| (x.min(y), x.max(y));
-    wa.total_cmp(&wb).then(key(a).cmp(&key(b)))
+    wa.total_cmp(&wb).then_with(|| key(a).cmp(&key(b)))
 }
 
 /// The minimum spanning tree of the mutual-reachability graph by Prim's algorithm from point 0
-/// (`O(n^2)` distances), edges compared by [`edge_order`]. Each edge's `a` is the end that was
-/// in the tree first.
-pub(super) fn prim_tree(points: &[f32], dim: usize, core: &[f64]) -> Vec<Edge> {
+/// (`O(n^2)` distances), edges compared by [`edge_order`] (a total order: the tree is unique,
+/// and does not depend on the order in which points are visited). Each edge's `a` is the end
+/// that was in the tree first.
+pub(super) fn prim_tree(distances: &Distances, core: &[f64]) -> Vec<Edge> {
     let n = core.len();
-    let mut in_tree = vec![false; n];
-    // Per point outside the tree: its best edge into the tree (weight, tree end).
+    // The points outside the tree, and per point its best edge into the tree (weight, tree end).
+    let mut outside: Vec<usize> = (1..n).collect();
     let mut best = vec![(f64::INFINITY, usize::MAX); n];
     let mut edges = Vec::with_capacity(n.saturating_sub(1));
+    let mut buffer = vec![0.0f64; n];
     let mut current = 0;
-    for _ in 1..n {
-        in_tree[current] = true;
-        let mut next: Option<usize> = None;
-        for j in 0..n {
-            if in_tree[j] {
-                continue;
+    while !outside.is_empty() {
+        let from = distances.row(current, &mut buffer);
+        // The next point to join: its best edge (weight, tree end), itself, its position in
+        // `outside`.
+        let mut next = (f64::INFINITY, usize::MAX, usize::MAX, 0);
+        for (p, &j) in outside.iter().enumerate() {
+            let w = core[current].max(core[j]).max(from[j]);
+            let edge = &mut best[j];
+            // Every weight is finite: the first edge always replaces the initial infinity.
+            if edge_order(w, (current, j), edge.0, (edge.1, j)).is_lt() {
+                *edge = (w, current);
             }
-            let w = reachability(points, dim, core, current, j);
-            if best[j].1 == usize::MAX
-                || edge_order(w, (current, j), best[j].0, (best[j].1, j)).is_lt()
-            {
-                best[j] = (w, current);
-            }
-            let better = match next {
-                None => true,
-                Some(m) => edge_order(best[j].0, (best[j].1, j), best[m].0, (best[m].1, m)).is_lt(),
-            };
-            if better {
-                next = Some(j);
+            if p == 0 || edge_order(edge.0, (edge.1, j), next.0, (next.1, next.2)).is_lt() {
+                next = (edge.0, edge.1, j, p);
             }
         }
-        let Some(m) = next else { break };
-        edges.push(Edge {
-            a: best[m].1,
-            b: m,
-            weight: best[m].0,
-        });
-        current = m;
+        let (weight, a, b, p) = next;
+        outside.swap_remove(p);
+        edges.push(Edge { a, b, weight });
+        current = b;
     }
     edges
 }

@@ -11,14 +11,21 @@
 //!    stabilities, excess-of-mass selection without the root, and labels (`-1` noise), clusters
 //!    numbered as sklearn numbers them (module `tree`).
 //!
-//! [`hdbscan_labels`] runs steps 1 and 2 on the device: one kernel finds each point's
+//! [`hdbscan_labels`] runs steps 1 and 2 on the host for at most [`HOST_MAX_POINTS`] points and
+//! on the device above. [`hdbscan_labels_host`] runs them in `f64` as sklearn does
+//! (`O(n^2)`): all distances once (a matrix up to [`HOST_MAX_POINTS`] points, rows spread over
+//! threads), the core distances from them, and the tree by Prim's algorithm. Below that count
+//! the host is faster than the device's kernels, whose first use also compiles them (seconds on
+//! CUDA), and it is exact: EMUsort's clip counts (hundreds to a few thousand clips of 61
+//! values) take milliseconds.
+//!
+//! [`hdbscan_labels_device`] runs steps 1 and 2 on the device: one kernel finds each point's
 //! `min_samples + 8` nearest points (tiled brute force, squared distances in `f32`), then
 //! Borůvka rounds, each one kernel giving every point its cheapest edge to another component
 //! (only the other end and the weight come back; the search starts from the point's nearest
 //! points and skips pairs that cannot beat the best so far), the host joining components; the
 //! number of components at least halves per round. Every round still visits all `n^2` pairs,
-//! so the time grows with `n^2 log n`. [`hdbscan_labels_host`] runs all of it on the host in
-//! `f64` (`O(n^2)`: Prim's algorithm), for small inputs and as the tests' reference.
+//! so the time grows with `n^2 log n`.
 //!
 //! # Equality with sklearn
 //!
@@ -44,13 +51,20 @@
 mod exact;
 mod kernel;
 mod launch;
+mod rows;
 #[cfg(test)]
 mod tests;
 mod tree;
 
+pub(crate) use rows::{LANES, RowBlocks, map_in_parallel};
+
 use cubecl::client::Client;
 
 use crate::{Error, Result};
+
+/// Most points [`hdbscan_labels`] labels on the host ([`hdbscan_labels_host`]); above, on the
+/// device ([`hdbscan_labels_device`]).
+pub const HOST_MAX_POINTS: usize = exact::MATRIX_MAX_POINTS;
 
 /// Most values per point the device path takes (its kernels keep one point in registers or
 /// local memory).
@@ -83,9 +97,40 @@ impl Default for HdbscanSettings {
 
 /// The HDBSCAN label of each of the points (`-1`: noise; clusters `0, 1, ...` numbered as
 /// sklearn numbers them) of `points`, `dim` values per point (row-major), as
-/// `sklearn.cluster.HDBSCAN(min_cluster_size, min_samples).fit(points).labels_`: core distances
-/// and the minimum spanning tree on the device, the rest on the host (see the
-/// [module doc](self), also for where it can differ from sklearn). Waits for the device.
+/// `sklearn.cluster.HDBSCAN(min_cluster_size, min_samples).fit(points).labels_`: by
+/// [`hdbscan_labels_host`] for at most [`HOST_MAX_POINTS`] points, by
+/// [`hdbscan_labels_device`] above (see the [module doc](self), also for where they can differ
+/// from sklearn).
+///
+/// # Errors
+///
+/// As the function it calls.
+pub fn hdbscan_labels(
+    client: &Client,
+    points: &[f32],
+    dim: usize,
+    settings: &HdbscanSettings,
+) -> Result<Vec<i32>> {
+    labels_on_host_up_to(client, points, dim, settings, HOST_MAX_POINTS)
+}
+
+/// [`hdbscan_labels`] with `host_max_points` in place of [`HOST_MAX_POINTS`].
+fn labels_on_host_up_to(
+    client: &Client,
+    points: &[f32],
+    dim: usize,
+    settings: &HdbscanSettings,
+    host_max_points: usize,
+) -> Result<Vec<i32>> {
+    if points.len() <= host_max_points.saturating_mul(dim) {
+        hdbscan_labels_host(points, dim, settings)
+    } else {
+        hdbscan_labels_device(client, points, dim, settings)
+    }
+}
+
+/// [`hdbscan_labels`] with core distances and the minimum spanning tree on the device, the rest
+/// on the host (see the [module doc](self)). Waits for the device.
 ///
 /// # Errors
 ///
@@ -93,7 +138,7 @@ impl Default for HdbscanSettings {
 /// value is so large that squared distances overflow `f32`; [`Error::Setting`] when
 /// `min_samples` exceeds [`MAX_DEVICE_MIN_SAMPLES`]; [`Error::Ops`] when the points exceed
 /// the device's buffer limits; [`Error::Device`] when the device fails.
-pub fn hdbscan_labels(
+pub fn hdbscan_labels_device(
     client: &Client,
     points: &[f32],
     dim: usize,
@@ -139,7 +184,8 @@ pub fn hdbscan_labels(
 
 /// [`hdbscan_labels`] computed on the host in `f64`, the way sklearn computes it: core
 /// distances by brute force, the minimum spanning tree by Prim's algorithm from point 0, in
-/// `O(n^2)` distance evaluations (seconds for 10^4 points of 61 values).
+/// `O(n^2)` distance evaluations spread over threads where they are kept as a matrix (up to
+/// [`HOST_MAX_POINTS`] points; milliseconds for 10^3 points of 61 values, seconds for 10^4).
 ///
 /// # Errors
 ///
@@ -154,8 +200,9 @@ pub fn hdbscan_labels_host(
     settings: &HdbscanSettings,
 ) -> Result<Vec<i32>> {
     let (n, k) = validate(points, dim, settings)?;
-    let core = exact::core_distances(points, dim, k);
-    let edges = exact::prim_tree(points, dim, &core);
+    let distances = exact::Distances::new(points, dim);
+    let core = exact::core_distances(&distances, k);
+    let edges = exact::prim_tree(&distances, &core);
     labels(n, &edges, settings.min_cluster_size)
 }
 

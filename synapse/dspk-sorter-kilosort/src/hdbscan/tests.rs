@@ -5,9 +5,12 @@
 use cubecl::client::Client;
 use dspk_core::test_util::{Rng, for_each_runtime};
 
-use super::exact::{self, Edge};
+use super::exact::{self, Distances, Edge};
 use super::launch::{self, MARGIN};
-use super::{HdbscanSettings, hdbscan_labels, hdbscan_labels_host, kernel, tree};
+use super::{
+    HdbscanSettings, hdbscan_labels, hdbscan_labels_device, hdbscan_labels_host, kernel,
+    labels_on_host_up_to, tree,
+};
 use crate::Error;
 
 /// `blobs` Gaussian blobs of `per_blob` points (spread 0.3, centres spread 2) and `noise`
@@ -45,12 +48,19 @@ fn sorted_weights(edges: &[Edge]) -> Vec<f64> {
     w
 }
 
+/// The host path's core distances and Prim's tree.
+fn host_tree(points: &[f32], dim: usize, k: usize) -> (Vec<f64>, Vec<Edge>) {
+    let distances = Distances::new(points, dim);
+    let core = exact::core_distances(&distances, k);
+    let tree = exact::prim_tree(&distances, &core);
+    (core, tree)
+}
+
 /// Device tree, host Prim's tree, device labels and host labels agree on `points`.
 fn check_against_host(client: &Client, points: &[f32], dim: usize, settings: &HdbscanSettings) {
     let n = points.len() / dim;
     let k = settings.min_samples.unwrap_or(settings.min_cluster_size);
-    let core = exact::core_distances(points, dim, k);
-    let prim = exact::prim_tree(points, dim, &core);
+    let prim = host_tree(points, dim, k).1;
     let device = launch::device_tree(client, points, dim, k).unwrap();
     assert_eq!(device.len(), n - 1);
     let (a, b) = (sorted_weights(&device), sorted_weights(&prim));
@@ -63,7 +73,7 @@ fn check_against_host(client: &Client, points: &[f32], dim: usize, settings: &Hd
     );
     assert_eq!(a, b, "sorted edge weights, n {n} dim {dim}");
     let host = hdbscan_labels_host(points, dim, settings).unwrap();
-    let labels = hdbscan_labels(client, points, dim, settings).unwrap();
+    let labels = hdbscan_labels_device(client, points, dim, settings).unwrap();
     assert_eq!(labels, host, "labels, n {n} dim {dim}");
 }
 
@@ -102,8 +112,7 @@ fn device_tree_does_not_depend_on_units_per_cube() {
         counts.dedup();
         for (dim, k) in [(2, 5), (9, 7)] {
             let points = blob_points(&mut rng, dim, 2, 45, 31);
-            let core = exact::core_distances(&points, dim, k);
-            let prim = sorted_weights(&exact::prim_tree(&points, dim, &core));
+            let prim = sorted_weights(&host_tree(&points, dim, k).1);
             let reference = launch::device_tree(client, &points, dim, k).unwrap();
             assert_eq!(sorted_weights(&reference), prim, "{target}: dim {dim}");
             for &units in &counts {
@@ -147,7 +156,76 @@ fn nearest_points_give_exact_core_distances() {
             assert_eq!(found[i * slots] as usize, i, "point {i}");
         }
         let core = exact::core_distances_among(&points, dim, k, &found, slots).unwrap();
-        assert_eq!(core, exact::core_distances(&points, dim, k));
+        assert_eq!(core, host_tree(&points, dim, k).0);
+    });
+}
+
+#[test]
+fn host_distances_as_matrix_or_rows_give_the_same_tree() {
+    let mut rng = Rng::new(31);
+    for (dim, k) in [(61, 20), (2, 5)] {
+        let points = blob_points(&mut rng, dim, 3, 60, 47);
+        let n = points.len() / dim;
+        let matrix = Distances::with_matrix_up_to(&points, dim, n);
+        let rows = Distances::with_matrix_up_to(&points, dim, n - 1);
+        assert!(matches!(matrix, Distances::Matrix { .. }));
+        assert!(matches!(rows, Distances::Rows { .. }));
+        let core = exact::core_distances(&matrix, k);
+        assert_eq!(core, exact::core_distances(&rows, k), "dim {dim}");
+        // Each core distance is the k-th smallest distance, computed pair by pair.
+        for (i, &c) in core.iter().enumerate() {
+            let mut d: Vec<f64> = (0..n)
+                .map(|j| {
+                    exact::squared_distance(
+                        &points[i * dim..(i + 1) * dim],
+                        &points[j * dim..(j + 1) * dim],
+                    )
+                    .sqrt()
+                })
+                .collect();
+            d.sort_by(f64::total_cmp);
+            assert_eq!(c, d[k - 1], "dim {dim} point {i}");
+        }
+        let tree = exact::prim_tree(&matrix, &core);
+        assert_eq!(tree, exact::prim_tree(&rows, &core), "dim {dim}");
+        // Each edge's weight is the mutual reachability of its ends.
+        for e in &tree {
+            assert_eq!(e.weight, exact::reachability(&points, dim, &core, e.a, e.b));
+        }
+    }
+}
+
+#[test]
+fn host_or_device_by_point_count_give_the_same_labels() {
+    for_each_runtime(|target, client| {
+        let mut rng = Rng::new(17);
+        let (dim, settings) = (
+            3,
+            HdbscanSettings {
+                min_cluster_size: 9,
+                min_samples: Some(5),
+            },
+        );
+        let points = blob_points(&mut rng, dim, 4, 37, 29);
+        let n = points.len() / dim;
+        let host = hdbscan_labels_host(&points, dim, &settings).unwrap();
+        assert!(host.iter().any(|&l| l < 0) && host.iter().any(|&l| l >= 2));
+        assert_eq!(
+            hdbscan_labels(client, &points, dim, &settings).unwrap(),
+            host
+        );
+        for limit in [n, n - 1] {
+            let labels = labels_on_host_up_to(client, &points, dim, &settings, limit).unwrap();
+            assert_eq!(labels, host, "{target}: host up to {limit} of {n} points");
+        }
+        // Device only: values whose squared distances overflow f32 are refused there.
+        let mut large = points.clone();
+        large[4] = 1e30;
+        assert!(labels_on_host_up_to(client, &large, dim, &settings, n).is_ok());
+        assert!(matches!(
+            labels_on_host_up_to(client, &large, dim, &settings, n - 1),
+            Err(Error::Input { .. })
+        ));
     });
 }
 
@@ -239,19 +317,22 @@ fn bad_inputs_are_errors() {
         let mut p = points.clone();
         p[3] = f32::NAN;
         assert!(input(hdbscan_labels(client, &p, 4, &settings)));
+        assert!(input(hdbscan_labels_device(client, &p, 4, &settings)));
         p[3] = 1e30;
-        assert!(input(hdbscan_labels(client, &p, 4, &settings)));
+        assert!(input(hdbscan_labels_device(client, &p, 4, &settings)));
         let many = HdbscanSettings {
             min_cluster_size: 2,
             min_samples: Some(super::MAX_DEVICE_MIN_SAMPLES + 1),
         };
         let big = vec![0.5f32; 4 * 200];
-        assert!(setting(hdbscan_labels(client, &big, 4, &many)));
+        assert!(setting(hdbscan_labels_device(client, &big, 4, &many)));
         // All points equal: every weight is 0, one cluster, which is the root: all noise.
-        assert_eq!(
-            hdbscan_labels(client, &points, 4, &settings).unwrap(),
-            vec![-1; 30]
-        );
+        for labels in [
+            hdbscan_labels(client, &points, 4, &settings),
+            hdbscan_labels_device(client, &points, 4, &settings),
+        ] {
+            assert_eq!(labels.unwrap(), vec![-1; 30]);
+        }
     });
 }
 
@@ -263,7 +344,8 @@ fn time_20000_points_of_61() {
         let mut rng = Rng::new(3);
         let points = blob_points(&mut rng, 61, 3, 6000, 2000);
         let started = std::time::Instant::now();
-        let labels = hdbscan_labels(client, &points, 61, &HdbscanSettings::default()).unwrap();
+        let labels =
+            hdbscan_labels_device(client, &points, 61, &HdbscanSettings::default()).unwrap();
         let noise = labels.iter().filter(|&&l| l < 0).count();
         eprintln!(
             "{target}: 20000 x 61 in {:.2} s, {} clusters, {noise} noise",

@@ -3,13 +3,16 @@
 
 use dspk_core::rng::SplitMix64;
 
+use crate::hdbscan::{LANES, RowBlocks, map_in_parallel};
+
 /// Most Lloyd iterations per run (sklearn's `max_iter`).
 const MAX_ITERATIONS: usize = 300;
 /// Convergence tolerance on the squared centre shift, relative to the data's mean per-column
 /// variance (sklearn's `tol`).
 const TOLERANCE: f64 = 1e-4;
-/// Fewest points per thread when assigning points to centres.
-const MIN_POINTS_PER_THREAD: usize = 4096;
+/// Points per chunk when assigning points to centres: a chunk's rows stay in cache while their
+/// distances to every centre are computed (a multiple of [`LANES`]).
+const ASSIGN_CHUNK: usize = 32 * LANES;
 
 /// A k-means solution.
 #[derive(Debug, Clone, PartialEq)]
@@ -25,9 +28,10 @@ pub(super) struct KMeansFit {
 /// k-means of the `n x d` row-major points `x` (`n >= k >= 1`) into `k` clusters, as sklearn's
 /// `KMeans(k, n_init=runs, init="k-means++", algorithm="lloyd", max_iter=300, tol=1e-4)`
 /// describes it: `runs` runs, each from a greedy k-means++ start and Lloyd iterations, keep
-/// the one of least inertia (the first among equals; at least one run). All randomness comes from `rng`, in a
-/// fixed order, and every sum is taken in point order, so the result depends only on the
-/// points and the generator's state.
+/// the one of least inertia (the first among equals; at least one run). All randomness comes
+/// from `rng`, in a fixed order (the starts are drawn one run after another), and every sum is
+/// taken in point order, so the result depends only on the points and the generator's state.
+/// The runs' Lloyd iterations run side by side on threads.
 ///
 /// Lloyd iterations stop when the assignment no longer changes, when the summed squared
 /// shift of the centres is at most `1e-4` times the mean over columns of the points' variance,
@@ -42,14 +46,23 @@ pub(super) fn kmeans(
     rng: &mut SplitMix64,
 ) -> KMeansFit {
     let tolerance = TOLERANCE * mean_variance(x, d);
-    let mut best = lloyd(x, d, plus_plus(x, d, k, rng), tolerance);
-    for _ in 1..runs {
-        let fit = lloyd(x, d, plus_plus(x, d, k, rng), tolerance);
-        if fit.inertia < best.inertia {
-            best = fit;
+    let blocks = RowBlocks::gather(x, d, 0..x.len() / d);
+    let starts: Vec<Vec<f64>> = (0..runs.max(1))
+        .map(|_| plus_plus(x, &blocks, d, k, rng))
+        .collect();
+    let mut fits = map_in_parallel(
+        starts.len(),
+        1,
+        || (),
+        |(), r| lloyd(x, &blocks, d, starts[r].clone(), tolerance),
+    );
+    let mut best = 0;
+    for (r, fit) in fits.iter().enumerate() {
+        if fit.inertia < fits[best].inertia {
+            best = r;
         }
     }
-    best
+    fits.swap_remove(best)
 }
 
 /// The mean over the `d` columns of each column's variance (`numpy.var`, divided by `n`).
@@ -80,80 +93,76 @@ fn distance2(a: &[f64], b: &[f64]) -> f64 {
 /// each next one is the best of `2 + floor(ln k)` candidates, each drawn with probability
 /// proportional to its squared distance to the nearest centre so far, "best" meaning the
 /// smallest total of squared distances to the nearest centre once it is added (the first
-/// candidate among equals).
-fn plus_plus(x: &[f64], d: usize, k: usize, rng: &mut SplitMix64) -> Vec<f64> {
+/// candidate among equals). `blocks` holds the rows of `x`.
+fn plus_plus(
+    x: &[f64],
+    blocks: &RowBlocks<f64>,
+    d: usize,
+    k: usize,
+    rng: &mut SplitMix64,
+) -> Vec<f64> {
     let n = x.len() / d;
     let point = |i: usize| &x[i * d..(i + 1) * d];
     let trials = 2 + (k as f64).ln().floor() as usize;
     let first = rng.below(n as u64) as usize;
     let mut centres = point(first).to_vec();
-    let mut closest: Vec<f64> = (0..n).map(|i| distance2(point(i), point(first))).collect();
+    let mut closest = vec![0.0; n];
+    blocks.squared_distances(point(first), 0, &mut closest);
     let mut potential: f64 = closest.iter().sum();
     let mut cumulative = vec![0.0; n];
+    let mut distances = vec![0.0; n];
+    let mut chosen_distances = vec![0.0; n];
     for _ in 1..k {
         let mut running = 0.0;
         for (c, v) in cumulative.iter_mut().zip(&closest) {
             running += v;
             *c = running;
         }
-        let mut chosen: Option<(usize, f64, Vec<f64>)> = None;
+        let mut chosen: Option<(usize, f64)> = None;
         for _ in 0..trials {
             let target = rng.next_f64() * potential;
             let candidate = cumulative.partition_point(|&c| c < target).min(n - 1);
-            let distances: Vec<f64> = closest
-                .iter()
-                .enumerate()
-                .map(|(i, &c)| c.min(distance2(point(i), point(candidate))))
-                .collect();
+            blocks.squared_distances(point(candidate), 0, &mut distances);
+            for (e, &c) in distances.iter_mut().zip(&closest) {
+                *e = c.min(*e);
+            }
             let total: f64 = distances.iter().sum();
-            if chosen.as_ref().is_none_or(|(_, best, _)| total < *best) {
-                chosen = Some((candidate, total, distances));
+            if chosen.is_none_or(|(_, best)| total < best) {
+                chosen = Some((candidate, total));
+                std::mem::swap(&mut distances, &mut chosen_distances);
             }
         }
-        if let Some((candidate, total, distances)) = chosen {
+        if let Some((candidate, total)) = chosen {
             centres.extend_from_slice(point(candidate));
-            closest = distances;
+            std::mem::swap(&mut closest, &mut chosen_distances);
             potential = total;
         }
     }
     centres
 }
 
-/// The nearest centre of each point (the first among equals) and its squared distance.
-///
-/// Points are split over threads in contiguous blocks; each point's result is computed by one
-/// thread in a fixed order, so it does not depend on the number of threads.
-fn assign(x: &[f64], d: usize, centres: &[f64]) -> (Vec<usize>, Vec<f64>) {
-    let n = x.len() / d;
+/// The nearest centre of each point of `blocks` (the first among equals) and its squared
+/// distance.
+fn assign(blocks: &RowBlocks<f64>, d: usize, centres: &[f64]) -> (Vec<usize>, Vec<f64>) {
+    let n = blocks.rows();
     let mut labels = vec![0usize; n];
-    let mut distances = vec![0.0f64; n];
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |t| t.get())
-        .min(n.div_ceil(MIN_POINTS_PER_THREAD))
-        .max(1);
-    let block = n.div_ceil(threads).max(1);
-    std::thread::scope(|scope| {
-        for ((rows, labels), distances) in x
-            .chunks(block * d)
-            .zip(labels.chunks_mut(block))
-            .zip(distances.chunks_mut(block))
-        {
-            scope.spawn(move || {
-                for ((row, label), distance) in rows.chunks_exact(d).zip(labels).zip(distances) {
-                    (*label, *distance) = centres
-                        .chunks_exact(d)
-                        .enumerate()
-                        .map(|(j, centre)| (j, distance2(row, centre)))
-                        .fold(
-                            (0, f64::INFINITY),
-                            |best, (j, e)| {
-                                if e < best.1 { (j, e) } else { best }
-                            },
-                        );
+    let mut distances = vec![f64::INFINITY; n];
+    let mut squared = vec![0.0f64; ASSIGN_CHUNK];
+    for ((labels, distances), first) in labels
+        .chunks_mut(ASSIGN_CHUNK)
+        .zip(distances.chunks_mut(ASSIGN_CHUNK))
+        .zip((0..n).step_by(ASSIGN_CHUNK))
+    {
+        let squared = &mut squared[..labels.len()];
+        for (j, centre) in centres.chunks_exact(d).enumerate() {
+            blocks.squared_distances(centre, first, squared);
+            for ((label, best), &e) in labels.iter_mut().zip(distances.iter_mut()).zip(&*squared) {
+                if e < *best {
+                    (*label, *best) = (j, e);
                 }
-            });
+            }
         }
-    });
+    }
     (labels, distances)
 }
 
@@ -200,12 +209,19 @@ fn update(x: &[f64], d: usize, k: usize, labels: &[usize], distances: &[f64]) ->
     sums
 }
 
-/// Lloyd iterations from `centres` (see [`kmeans`] for when they stop).
-fn lloyd(x: &[f64], d: usize, mut centres: Vec<f64>, tolerance: f64) -> KMeansFit {
+/// Lloyd iterations from `centres` (see [`kmeans`] for when they stop); `blocks` holds the
+/// rows of `x`.
+fn lloyd(
+    x: &[f64],
+    blocks: &RowBlocks<f64>,
+    d: usize,
+    mut centres: Vec<f64>,
+    tolerance: f64,
+) -> KMeansFit {
     let k = centres.len() / d;
     let mut previous: Option<Vec<usize>> = None;
     for _ in 0..MAX_ITERATIONS {
-        let (labels, distances) = assign(x, d, &centres);
+        let (labels, distances) = assign(blocks, d, &centres);
         let next = update(x, d, k, &labels, &distances);
         if previous.as_ref() == Some(&labels) {
             centres = next;
@@ -218,7 +234,7 @@ fn lloyd(x: &[f64], d: usize, mut centres: Vec<f64>, tolerance: f64) -> KMeansFi
             break;
         }
     }
-    let (labels, distances) = assign(x, d, &centres);
+    let (labels, distances) = assign(blocks, d, &centres);
     KMeansFit {
         centres,
         labels,
