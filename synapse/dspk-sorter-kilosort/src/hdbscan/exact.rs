@@ -56,36 +56,64 @@ fn kth_smallest(values: &[f64], k: usize, heap: &mut BinaryHeap<u64>) -> f64 {
     heap.peek().map_or(f64::NAN, |&bits| f64::from_bits(bits))
 }
 
+/// The points, also in blocks, to compute the distances from one point to many.
+pub(super) struct PointRows<'a> {
+    dim: usize,
+    points: &'a [f32],
+    blocks: RowBlocks<f32>,
+}
+
+impl<'a> PointRows<'a> {
+    /// The `n` points of `points` (`dim` values per point).
+    fn new(points: &'a [f32], dim: usize) -> Self {
+        Self {
+            dim,
+            points,
+            blocks: RowBlocks::gather(points, dim, 0..points.len() / dim),
+        }
+    }
+
+    /// Writes the distances from point `i` to the points of `blocks` into `out` (one value
+    /// per point of `blocks`), `sqrt` of [`squared_distance`].
+    fn distances_into(&self, i: usize, blocks: &RowBlocks<f32>, out: &mut [f64]) {
+        let own: Vec<f64> = row(self.points, self.dim, i)
+            .iter()
+            .map(|&v| f64::from(v))
+            .collect();
+        blocks.squared_distances(&own, 0, out);
+        out.iter_mut().for_each(|v| *v = v.sqrt());
+    }
+}
+
 /// The distances between all pairs of points, `sqrt` of [`squared_distance`]: for at most
 /// [`MATRIX_MAX_POINTS`] points a matrix computed once (rows spread over threads), above it
 /// rows computed when asked for.
-pub(super) enum Distances {
+pub(super) enum Distances<'a> {
     /// Row-major `n x n`.
     Matrix { n: usize, values: Vec<f64> },
-    /// The points in `f64` (row-major) and in blocks.
-    Rows {
-        dim: usize,
-        wide: Vec<f64>,
-        blocks: RowBlocks<f32>,
-    },
+    /// Computed row by row.
+    Rows(PointRows<'a>),
 }
 
-impl Distances {
+/// Some of the points, listed to ask [`Distances::distances_to`] for the distances to them.
+pub(super) struct Listed {
+    indices: Vec<usize>,
+    /// Their rows, when the distances are computed row by row.
+    blocks: Option<RowBlocks<f32>>,
+}
+
+impl<'a> Distances<'a> {
     /// The distances of `points` (`dim` values per point, finite).
-    pub(super) fn new(points: &[f32], dim: usize) -> Self {
+    pub(super) fn new(points: &'a [f32], dim: usize) -> Self {
         Self::with_matrix_up_to(points, dim, MATRIX_MAX_POINTS)
     }
 
     /// [`new`](Self::new) with `max_points` in place of [`MATRIX_MAX_POINTS`].
-    pub(super) fn with_matrix_up_to(points: &[f32], dim: usize, max_points: usize) -> Self {
+    pub(super) fn with_matrix_up_to(points: &'a [f32], dim: usize, max_points: usize) -> Self {
         let n = points.len() / dim;
-        let rows = Self::Rows {
-            dim,
-            wide: points.iter().map(|&v| f64::from(v)).collect(),
-            blocks: RowBlocks::gather(points, dim, 0..n),
-        };
+        let rows = PointRows::new(points, dim);
         if n > max_points {
-            return rows;
+            return Self::Rows(rows);
         }
         let mut values = vec![0.0f64; n * n];
         fill_in_parallel(
@@ -93,9 +121,7 @@ impl Distances {
             n,
             MIN_ROWS_PER_THREAD,
             || (),
-            |(), i, out| {
-                rows.row_into(i, out);
-            },
+            |(), i, out| rows.distances_into(i, &rows.blocks, out),
         );
         Self::Matrix { n, values }
     }
@@ -104,30 +130,49 @@ impl Distances {
     fn len(&self) -> usize {
         match self {
             Self::Matrix { n, .. } => *n,
-            Self::Rows { blocks, .. } => blocks.rows(),
-        }
-    }
-
-    /// Writes the distances from point `i` to every point into `out` (`n` values).
-    fn row_into(&self, i: usize, out: &mut [f64]) {
-        match self {
-            Self::Matrix { n, values } => out.copy_from_slice(&values[i * n..(i + 1) * n]),
-            Self::Rows { dim, wide, blocks } => {
-                blocks.squared_distances(row(wide, *dim, i), 0, out);
-                out.iter_mut().for_each(|v| *v = v.sqrt());
-            }
+            Self::Rows(rows) => rows.blocks.rows(),
         }
     }
 
     /// The distances from point `i` to every point: a row of the matrix, or computed into
     /// `buffer` (`n` values).
-    fn row<'a>(&'a self, i: usize, buffer: &'a mut [f64]) -> &'a [f64] {
+    fn row<'b>(&'b self, i: usize, buffer: &'b mut [f64]) -> &'b [f64] {
         match self {
             Self::Matrix { n, values } => &values[i * n..(i + 1) * n],
-            Self::Rows { .. } => {
-                self.row_into(i, buffer);
+            Self::Rows(rows) => {
+                rows.distances_into(i, &rows.blocks, buffer);
                 buffer
             }
+        }
+    }
+
+    /// The points `indices` (each below `n`), listed.
+    fn list(&self, indices: Vec<usize>) -> Listed {
+        let blocks = match self {
+            Self::Matrix { .. } => None,
+            Self::Rows(rows) => Some(RowBlocks::gather(
+                rows.points,
+                rows.dim,
+                indices.iter().copied(),
+            )),
+        };
+        Listed { indices, blocks }
+    }
+
+    /// Writes the distances from point `i` to the listed points into `out` (one value per
+    /// listed point, in their order).
+    fn distances_to(&self, i: usize, listed: &Listed, out: &mut [f64]) {
+        if let (Self::Rows(rows), Some(blocks)) = (self, &listed.blocks) {
+            rows.distances_into(i, blocks, out);
+            return;
+        }
+        let mut buffer = Vec::new();
+        if let Self::Rows(_) = self {
+            buffer.resize(self.len(), 0.0);
+        }
+        let from = self.row(i, &mut buffer);
+        for (o, &j) in out.iter_mut().zip(&listed.indices) {
+            *o = from[j];
         }
     }
 }
@@ -194,32 +239,44 @@ pub(super) fn edge_order(wa: f64, a: (usize, usize), wb: f64, b: (usize, usize))
 /// (`O(n^2)` distances), edges compared by [`edge_order`] (a total order: the tree is unique,
 /// and does not depend on the order in which points are visited). Each edge's `a` is the end
 /// that was in the tree first.
+///
+/// Each step takes the distances from the point that joined last to a list of points: those
+/// outside the tree and some that have joined since the list was last shortened, which it is
+/// whenever they have become half of it.
 pub(super) fn prim_tree(distances: &Distances, core: &[f64]) -> Vec<Edge> {
     let n = core.len();
-    // The points outside the tree, and per point its best edge into the tree (weight, tree end).
-    let mut outside: Vec<usize> = (1..n).collect();
+    let mut joined = vec![false; n];
+    // Per point outside the tree: its best edge into the tree (weight, tree end).
     let mut best = vec![(f64::INFINITY, usize::MAX); n];
     let mut edges = Vec::with_capacity(n.saturating_sub(1));
-    let mut buffer = vec![0.0f64; n];
+    let mut listed = distances.list((0..n).collect());
+    let mut from = vec![0.0f64; n];
     let mut current = 0;
-    while !outside.is_empty() {
-        let from = distances.row(current, &mut buffer);
-        // The next point to join: its best edge (weight, tree end), itself, its position in
-        // `outside`.
-        let mut next = (f64::INFINITY, usize::MAX, usize::MAX, 0);
-        for (p, &j) in outside.iter().enumerate() {
-            let w = core[current].max(core[j]).max(from[j]);
+    for outside in (1..n).rev() {
+        joined[current] = true;
+        if 2 * outside < listed.indices.len() {
+            let indices = listed.indices.iter().copied().filter(|&j| !joined[j]);
+            listed = distances.list(indices.collect());
+        }
+        let from = &mut from[..listed.indices.len()];
+        distances.distances_to(current, &listed, from);
+        // The next point to join: its best edge (weight, tree end) and itself.
+        let mut next: Option<(f64, usize, usize)> = None;
+        for (&j, &d) in listed.indices.iter().zip(from.iter()) {
+            if joined[j] {
+                continue;
+            }
+            let w = core[current].max(core[j]).max(d);
             let edge = &mut best[j];
             // Every weight is finite: the first edge always replaces the initial infinity.
             if edge_order(w, (current, j), edge.0, (edge.1, j)).is_lt() {
                 *edge = (w, current);
             }
-            if p == 0 || edge_order(edge.0, (edge.1, j), next.0, (next.1, next.2)).is_lt() {
-                next = (edge.0, edge.1, j, p);
+            if next.is_none_or(|(w, a, b)| edge_order(edge.0, (edge.1, j), w, (a, b)).is_lt()) {
+                next = Some((edge.0, edge.1, j));
             }
         }
-        let (weight, a, b, p) = next;
-        outside.swap_remove(p);
+        let Some((weight, a, b)) = next else { break };
         edges.push(Edge { a, b, weight });
         current = b;
     }

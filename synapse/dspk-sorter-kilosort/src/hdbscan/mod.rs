@@ -13,11 +13,12 @@
 //!
 //! [`hdbscan_labels`] runs steps 1 and 2 on the host for at most [`HOST_MAX_POINTS`] points and
 //! on the device above. [`hdbscan_labels_host`] runs them in `f64` as sklearn does
-//! (`O(n^2)`): all distances once (a matrix up to [`HOST_MAX_POINTS`] points, rows spread over
-//! threads), the core distances from them, and the tree by Prim's algorithm. Below that count
-//! the host is faster than the device's kernels, whose first use also compiles them (seconds on
-//! CUDA), and it is exact: EMUsort's clip counts (hundreds to a few thousand clips of 61
-//! values) take milliseconds.
+//! (`O(n^2)`): the distances (kept as a matrix up to 4096 points, its rows spread over
+//! threads; above, each row computed when needed), the core distances from them (spread over
+//! threads), and the tree by Prim's algorithm. Below [`HOST_MAX_POINTS`] the host takes less
+//! time than the device path's first call, which compiles its kernels (seconds), and it is
+//! exact: EMUsort's clip counts (hundreds to a few thousand clips of 61 values) take
+//! milliseconds.
 //!
 //! [`hdbscan_labels_device`] runs steps 1 and 2 on the device: one kernel finds each point's
 //! `min_samples + 8` nearest points (tiled brute force, squared distances in `f32`), then
@@ -63,8 +64,9 @@ use cubecl::client::Client;
 use crate::{Error, Result};
 
 /// Most points [`hdbscan_labels`] labels on the host ([`hdbscan_labels_host`]); above, on the
-/// device ([`hdbscan_labels_device`]).
-pub const HOST_MAX_POINTS: usize = exact::MATRIX_MAX_POINTS;
+/// device ([`hdbscan_labels_device`]). At this count the host path computes `n^2 / 2` distances
+/// in Prim's steps on one thread (about 2 * 10^9 coordinate differences, a second or less).
+pub const HOST_MAX_POINTS: usize = 8192;
 
 /// Most values per point the device path takes (its kernels keep one point in registers or
 /// local memory).
@@ -184,8 +186,8 @@ pub fn hdbscan_labels_device(
 
 /// [`hdbscan_labels`] computed on the host in `f64`, the way sklearn computes it: core
 /// distances by brute force, the minimum spanning tree by Prim's algorithm from point 0, in
-/// `O(n^2)` distance evaluations spread over threads where they are kept as a matrix (up to
-/// [`HOST_MAX_POINTS`] points; milliseconds for 10^3 points of 61 values, seconds for 10^4).
+/// `O(n^2)` distance evaluations, spread over threads where they are kept as a matrix (up to
+/// 4096 points; milliseconds for 10^3 points of 61 values, seconds for 10^4).
 ///
 /// # Errors
 ///
