@@ -252,7 +252,10 @@ pub struct LoaderStats {
 /// part of the window into the same buffer: a range of samples for sources that allow it
 /// ([`ConcurrentReads::ByTime`]: interleaved files, chunked stores), a group of channels for
 /// others ([`ConcurrentReads::ByChannel`]: channel-major files), the whole window on one thread
-/// for sources that allow neither. The windows, their bytes and their order are the same
+/// for sources that allow neither. Sources that allow concurrent reads are read through
+/// their part methods ([`RecordingSource::fill_stored_runs`],
+/// [`RecordingSource::fill_scaled_runs`]) even when a window is one part, so a loader asked
+/// for one thread reads on one thread. The windows, their bytes and their order are the same
 /// whatever the number of threads.
 ///
 /// It is an iterator of [`LoadedWindow`]s, in schedule order. Dropping a window gives its

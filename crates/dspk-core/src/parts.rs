@@ -134,7 +134,22 @@ where
             let slice = unsafe {
                 std::slice::from_raw_parts_mut(out.ptr.add(group.start * run), group.len() * run)
             };
-            T::fill(source, &channels[group.clone()], read, slice)
+            let group = &channels[group.clone()];
+            if source.concurrent_reads() == ConcurrentReads::No {
+                // The whole window, read the source's own way.
+                T::fill(source, group, read, slice)
+            } else {
+                // A part read, which starts no threads of the source's own: the loader's
+                // thread count is the number of threads reading.
+                let mut runs: Vec<&mut [T]> = Vec::with_capacity(group.len());
+                let mut rest = slice;
+                for _ in group {
+                    let (own, tail) = std::mem::take(&mut rest).split_at_mut(run);
+                    runs.push(own);
+                    rest = tail;
+                }
+                T::fill_runs(source, group, read, &mut runs)
+            }
         }
         Part::Samples(samples) => {
             let skip =

@@ -156,6 +156,88 @@ fn any_cut_and_any_thread_count_give_the_windows_of_one_thread() {
     assert!((1..=8).contains(&machine), "{machine}");
 }
 
+/// A synthetic recording that allows concurrent reads `mode` and refuses whole reads
+/// (`fill_stored`, `fill_scaled`, which a source may share among threads of its own): it can
+/// only be read through the part methods, which start no threads.
+struct PartsOnly {
+    inner: SyntheticRecording,
+    mode: ConcurrentReads,
+}
+
+impl RecordingSource for PartsOnly {
+    fn info(&self) -> &RecordingInfo {
+        self.inner.info()
+    }
+    fn fill_scaled(&self, _: &ReadRequest<'_>, _: &mut [f32]) -> Result<()> {
+        Err(Error::Unsupported {
+            source_name: "whole scaled read",
+        })
+    }
+    fn fill_stored(&self, _: &ReadRequest<'_>, _: &mut [u8]) -> Result<()> {
+        Err(Error::Unsupported {
+            source_name: "whole stored read",
+        })
+    }
+    fn can_read_stored(&self) -> bool {
+        true
+    }
+    fn concurrent_reads(&self) -> ConcurrentReads {
+        self.mode
+    }
+    fn fill_scaled_runs(&self, request: &ReadRequest<'_>, runs: &mut [&mut [f32]]) -> Result<()> {
+        self.inner.fill_scaled_runs(request, runs)
+    }
+    fn fill_stored_runs(&self, request: &ReadRequest<'_>, runs: &mut [&mut [u8]]) -> Result<()> {
+        self.inner.fill_stored_runs(request, runs)
+    }
+}
+
+#[test]
+fn sources_with_concurrent_reads_are_read_by_parts_even_on_one_thread() {
+    let _guard = serial();
+    let samples = 20_011;
+    let schedule = ChunkSchedule::new(samples, 4_001, 33, 50).unwrap();
+    let rate = SampleRate::from_hz(30_000).unwrap();
+    for mode in [
+        ConcurrentReads::ByTime { align: 1 },
+        ConcurrentReads::ByChannel,
+    ] {
+        let inner = SyntheticRecording::new(4, samples, rate, 5).unwrap();
+        let source = Arc::new(PartsOnly { inner, mode });
+        for threads in [1, 3] {
+            let channels = vec![3, 1, 2];
+            let stored = WindowLoader::stored_with(
+                source.clone(),
+                channels.clone(),
+                schedule,
+                options(threads),
+            )
+            .unwrap();
+            let scaled = WindowLoader::scaled_with(
+                source.clone(),
+                channels.clone(),
+                schedule,
+                options(threads),
+            )
+            .unwrap();
+            assert_eq!(stored.reader_threads(), threads);
+            for (stored, scaled) in stored.zip(scaled) {
+                let (stored, scaled) = (stored.unwrap(), scaled.unwrap());
+                let read = stored.window().read();
+                let mut bytes = vec![0u8; stored.data().len()];
+                source
+                    .inner
+                    .read_stored(&channels, read.clone(), &mut bytes)
+                    .unwrap();
+                let mut values = vec![0f32; scaled.data().len()];
+                source.inner.read(&channels, read, &mut values).unwrap();
+                assert!(stored.data() == bytes, "{mode:?}, {threads} threads");
+                assert!(scaled.data() == values, "{mode:?}, {threads} threads");
+            }
+        }
+    }
+}
+
 /// Live loader threads of this process (the reader and its helpers), by name; `None` where
 /// `/proc/self/task` does not exist (not Linux).
 fn loader_threads() -> Option<usize> {
