@@ -13,7 +13,13 @@
 //! receives one contiguous piece per block: few runs are written at once, each sequentially.
 //! Walking all channels a few frames at a time instead writes a few bytes to every run in
 //! turn; in a microbenchmark on a (shared, noisy) development machine that was up to half as
-//! fast once the runs no longer fit in the cache.
+//! fast once the runs no longer fit in the cache. Walking 2 or 4 groups side by side (so
+//! each frame's cache line is read once per block rather than once per group), or blocks of
+//! 1 MiB or 256 KiB rather than 512 KiB, were slower there too (384 channels of `int16`, one
+//! thread, median of 7: 2 groups 9-20 %, 4 groups 40-65 %, 1 MiB blocks 3-17 %, 256 KiB
+//! blocks about 30 %). So the copies are not limited by reading the block from L2; the wider
+//! passes write more runs at once and likely spill tile registers (2 tiles fill the 16 SSE
+//! registers).
 
 use bytemuck::cast;
 use wide::{u16x8, u32x4};
