@@ -77,6 +77,7 @@ pub mod preprocess;
 mod probe;
 pub mod quality;
 pub mod report;
+mod rows;
 pub mod score;
 mod settings;
 pub mod sort;

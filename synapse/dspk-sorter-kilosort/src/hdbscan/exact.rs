@@ -7,7 +7,7 @@
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-use super::rows::{RowBlocks, fill_in_parallel, map_in_parallel};
+use crate::rows::{RowBlocks, fill_in_parallel, map_in_parallel, squared_distance};
 
 /// Most points whose distances [`Distances`] keeps as a whole matrix (`n^2` values in `f64`:
 /// 128 MiB at this count).
@@ -25,14 +25,6 @@ pub(super) struct Edge {
     pub b: usize,
     /// Mutual reachability distance of the two ends, in `f64`.
     pub weight: f64,
-}
-
-/// `sum_k (a_k - b_k)^2` in `f64`, `k` in increasing order.
-pub(super) fn squared_distance(a: &[f32], b: &[f32]) -> f64 {
-    a.iter().zip(b).fold(0.0f64, |sum, (&x, &y)| {
-        let t = f64::from(x) - f64::from(y);
-        sum + t * t
-    })
 }
 
 /// Row `i` of `points` (`dim` values per row).

@@ -52,12 +52,9 @@
 mod exact;
 mod kernel;
 mod launch;
-mod rows;
 #[cfg(test)]
 mod tests;
 mod tree;
-
-pub(crate) use rows::{LANES, RowBlocks, map_in_parallel};
 
 use cubecl::client::Client;
 

@@ -176,7 +176,7 @@ fn host_distances_as_matrix_or_rows_give_the_same_tree() {
         for (i, &c) in core.iter().enumerate() {
             let mut d: Vec<f64> = (0..n)
                 .map(|j| {
-                    exact::squared_distance(
+                    crate::rows::squared_distance(
                         &points[i * dim..(i + 1) * dim],
                         &points[j * dim..(j + 1) * dim],
                     )

@@ -3,7 +3,7 @@
 
 use dspk_core::rng::SplitMix64;
 
-use crate::hdbscan::{LANES, RowBlocks, map_in_parallel};
+use crate::rows::{LANES, RowBlocks, map_in_parallel, squared_distance};
 
 /// Most Lloyd iterations per run (sklearn's `max_iter`).
 const MAX_ITERATIONS: usize = 300;
@@ -82,11 +82,6 @@ fn mean_variance(x: &[f64], d: usize) -> f64 {
             .sum::<f64>();
     }
     variance / n / d as f64
-}
-
-/// Squared Euclidean distance.
-fn distance2(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(p, q)| (p - q) * (p - q)).sum()
 }
 
 /// Greedy k-means++ starting centres, `k x d`: the first centre is a point drawn uniformly;
@@ -227,7 +222,7 @@ fn lloyd(
             centres = next;
             break;
         }
-        let shift = distance2(&next, &centres);
+        let shift = squared_distance(&next, &centres);
         centres = next;
         previous = Some(labels);
         if shift <= tolerance {

@@ -2,6 +2,15 @@
 //! `f64` squared distances from one row to many, computed several rows at a time, and a
 //! parallel map over threads whose result does not depend on the number of threads.
 
+/// `sum_k (a_k - b_k)^2` in `f64`, `k` in increasing order: the sequential sum that
+/// [`RowBlocks::squared_distances`] equals bit for bit.
+pub(crate) fn squared_distance<S: Copy + Into<f64>>(a: &[S], b: &[S]) -> f64 {
+    a.iter().zip(b).fold(0.0f64, |sum, (&x, &y)| {
+        let t = x.into() - y.into();
+        sum + t * t
+    })
+}
+
 /// Rows of a [`RowBlocks`] block: the distances from one row to this many rows are summed side
 /// by side (independent sums the compiler can keep in vector registers).
 pub(crate) const LANES: usize = 8;
@@ -118,7 +127,6 @@ mod tests {
     use dspk_core::test_util::Rng;
 
     use super::*;
-    use crate::hdbscan::exact::squared_distance;
 
     #[test]
     fn blocked_distances_equal_sequential_sums_bit_for_bit() {
