@@ -9,25 +9,38 @@ use cubecl::bytes::{AccessError, AccessPolicy, AllocationController, AllocationP
 use crate::loader::{Counters, Returned, WindowElement};
 use crate::pinned;
 
-/// A window buffer: a vector allocated once with its full capacity (it never grows past it, so
-/// it never moves), page-locked for its whole life when the loader pins.
+/// A window buffer: a vector allocated once with its full capacity, zeroed by the allocator
+/// (fresh pages that the system maps in when the reader threads first write them, so no
+/// thread spends time zeroing a window it is about to overwrite), of which the first `len`
+/// elements are the window; it never grows, so it never moves, and it is page-locked for its
+/// whole life when the loader pins.
 pub(crate) struct WindowBuffer<T> {
     data: Vec<T>,
+    len: usize,
     pinned: bool,
 }
 
-impl<T> WindowBuffer<T> {
+impl<T: Copy + Default> WindowBuffer<T> {
     /// An empty buffer with room for `capacity` elements, page-locked if `pin` and the runtime
     /// can.
     pub(crate) fn new(capacity: usize, pin: bool) -> Self {
-        let mut data: Vec<T> = Vec::with_capacity(capacity);
-        let bytes = data.capacity() * size_of::<T>();
+        // `vec!` of zeros asks the allocator for zeroed memory (`calloc`), which for a window's
+        // size is untouched fresh pages: they are faulted in by the threads that fill the first
+        // window, in parallel, not zeroed here first.
+        let mut data: Vec<T> = vec![T::default(); capacity];
+        let bytes = data.len() * size_of::<T>();
         // SAFETY: the allocation of `bytes` bytes stays put until `unpin` runs in `Drop` or
-        // `into_vec`: the buffer is only ever resized within its capacity.
+        // `into_vec`: the vector is never resized.
         let pinned = pin && bytes > 0 && unsafe { pinned::pin(data.as_mut_ptr().cast(), bytes) };
-        Self { data, pinned }
+        Self {
+            data,
+            len: 0,
+            pinned,
+        }
     }
+}
 
+impl<T> WindowBuffer<T> {
     /// Whether the buffer is page-locked.
     pub(crate) fn is_pinned(&self) -> bool {
         self.pinned
@@ -35,26 +48,39 @@ impl<T> WindowBuffer<T> {
 
     /// The contents.
     pub(crate) fn data(&self) -> &[T] {
-        &self.data
+        &self.data[..self.len]
     }
 
     /// The contents, writable.
     pub(crate) fn data_mut(&mut self) -> &mut [T] {
-        &mut self.data
+        &mut self.data[..self.len]
     }
 
-    /// Sets the length to `len` (new elements default), which must be within the capacity.
+    /// Sets the length to `len`, which must be within the capacity, for a caller that writes
+    /// every element: elements past the old length keep what they held (zero, or values of an
+    /// earlier window).
+    pub(crate) fn set_len_to_overwrite(&mut self, len: usize) {
+        assert!(len <= self.data.len(), "window buffer would move");
+        self.len = len;
+    }
+
+    /// Sets the length to `len` (elements past the old length zero), which must be within the
+    /// capacity.
     pub(crate) fn resize(&mut self, len: usize)
     where
         T: Copy + Default,
     {
-        assert!(len <= self.data.capacity(), "window buffer would move");
-        self.data.resize(len, T::default());
+        let old = self.len;
+        self.set_len_to_overwrite(len);
+        if len > old {
+            self.data[old..len].fill(T::default());
+        }
     }
 
     /// The vector, no longer page-locked, for the caller to keep.
     pub(crate) fn into_vec(mut self) -> Vec<T> {
         self.unpin();
+        self.data.truncate(self.len);
         std::mem::take(&mut self.data)
     }
 
@@ -148,5 +174,34 @@ impl<T: WindowElement> Drop for UploadBuffer<T> {
             // The loader may be gone; then the buffer is simply freed (and unpinned).
             let _ = self.returned.send(Returned::Buffer(buffer));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::WindowBuffer;
+
+    #[test]
+    fn a_fresh_buffer_is_zero_and_only_resize_zeroes_what_it_adds() {
+        let mut buffer = WindowBuffer::<f32>::new(8, false);
+        assert!(buffer.data().is_empty());
+        buffer.set_len_to_overwrite(8);
+        assert_eq!(buffer.data(), [0.0; 8]);
+        buffer.data_mut().fill(7.0);
+        // A shorter window, then a longer one to overwrite: the earlier values stay.
+        buffer.set_len_to_overwrite(3);
+        buffer.set_len_to_overwrite(6);
+        assert_eq!(buffer.data(), [7.0; 6]);
+        // Padding for an upload: what it adds is zero.
+        buffer.set_len_to_overwrite(3);
+        buffer.resize(5);
+        assert_eq!(buffer.data(), [7.0, 7.0, 7.0, 0.0, 0.0]);
+        assert_eq!(buffer.into_vec(), [7.0, 7.0, 7.0, 0.0, 0.0]);
+    }
+
+    #[test]
+    #[should_panic(expected = "window buffer would move")]
+    fn a_length_past_the_capacity_is_refused() {
+        WindowBuffer::<u8>::new(4, false).set_len_to_overwrite(5);
     }
 }

@@ -33,9 +33,8 @@ pub const LOADER_THREADS_ENV: &str = "DSPK_LOADER_THREADS";
 /// The most threads a loader reads one window with.
 pub const MAX_LOADER_THREADS: usize = 64;
 
-/// The default number of reader threads at most: on the H200 machine plain `pread` from the
-/// page cache peaked at 8 threads (20.9 GB/s) and fell at 16 (17.7 GB/s).
-const DEFAULT_MAX_THREADS: usize = 8;
+/// The default number of reader threads at most (see [`default_threads`]).
+const DEFAULT_MAX_THREADS: usize = 16;
 
 /// How a [`WindowLoader`] reads: for which device its buffers are prepared, with how many
 /// threads, and whether it hints the next window to the source. The default: plain memory,
@@ -68,12 +67,11 @@ impl LoaderOptions {
         }
     }
 
-    /// The machine's default number of reader threads: its available parallelism, at most 8.
+    /// The machine's default number of reader threads: three quarters of its available
+    /// parallelism (rounded up), at most 16 ([`default_threads`]).
     #[must_use]
     pub fn machine_threads() -> usize {
-        std::thread::available_parallelism()
-            .map_or(1, NonZeroUsize::get)
-            .min(DEFAULT_MAX_THREADS)
+        default_threads(std::thread::available_parallelism().map_or(1, NonZeroUsize::get))
     }
 
     /// The threads these options ask for: [`threads`](Self::threads), else
@@ -94,6 +92,16 @@ impl LoaderOptions {
             Err(std::env::VarError::NotUnicode(_)) => parse_threads("(not Unicode)"),
         }
     }
+}
+
+/// The default number of reader threads on a machine of `cores` cores: `cores - cores / 4`,
+/// at least 1 and at most [`DEFAULT_MAX_THREADS`]. A quarter of the cores stays free for the
+/// caller's own work on each window (on a device: submitting its upload and kernels) and the
+/// system: on the 16-core H200 machine (docs/PERFORMANCE.md) 12 threads read 4 GB of windows
+/// from the page cache 1.3-1.7x as fast as 8, and 16 were no faster than 12 once an upload ran
+/// beside them.
+fn default_threads(cores: usize) -> usize {
+    (cores - cores / 4).clamp(1, DEFAULT_MAX_THREADS)
 }
 
 /// Reads a thread count from the value of [`LOADER_THREADS_ENV`].
@@ -730,7 +738,7 @@ impl<S: RecordingSource + ?Sized, T: WindowElement> Reader<S, T> {
             {
                 self.source.will_read(&self.channels, next.read());
             }
-            buffer.resize(self.channels.len() * window.read_len() * self.per_sample);
+            buffer.set_len_to_overwrite(self.channels.len() * window.read_len() * self.per_sample);
             let parts = plan(
                 self.mode,
                 readers.threads(),
@@ -792,6 +800,15 @@ impl<S: RecordingSource + ?Sized, T: WindowElement> Reader<S, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_default_leaves_a_quarter_of_the_cores_free() {
+        let defaults: Vec<usize> = [0, 1, 2, 3, 4, 8, 12, 16, 20, 64]
+            .into_iter()
+            .map(default_threads)
+            .collect();
+        assert_eq!(defaults, [1, 1, 2, 3, 3, 6, 9, 12, 15, 16]);
+    }
 
     #[test]
     fn thread_counts_from_the_environment_are_checked() {
