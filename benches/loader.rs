@@ -41,8 +41,8 @@ use dspk::ops::PipelineWorkspace;
 use dspk::readahead::advise_dont_need;
 use dspk::rng::SplitMix64;
 use dspk::{
-    ChannelInfo, ChunkSchedule, ComputeTarget, LoaderOptions, RecordingSource, SampleRate,
-    WindowLoader,
+    ChannelInfo, ChunkSchedule, ComputeTarget, LoaderOptions, LoaderStats, RecordingSource,
+    SampleRate, WindowLoader,
 };
 use dspk_examples::loader_figures::{
     BenchRecording, parse_thread_list, resident_percent, table_header, table_row,
@@ -287,9 +287,25 @@ fn pread_only(file: &File, recording: &BenchRecording, threads: usize) -> BoxRes
     Ok(started.elapsed().as_secs_f64())
 }
 
-/// The fewest seconds of `runs` calls of `run`.
-fn fastest(runs: usize, mut run: impl FnMut() -> BoxResult<f64>) -> BoxResult<f64> {
-    (0..runs).try_fold(f64::INFINITY, |best, _| Ok(best.min(run()?)))
+/// The fastest of `runs` calls of `run` (seconds and what else it returns); `runs` >= 1.
+fn fastest<T>(runs: usize, mut run: impl FnMut() -> BoxResult<(f64, T)>) -> BoxResult<(f64, T)> {
+    let mut best = run()?;
+    for _ in 1..runs {
+        let next = run()?;
+        if next.0 < best.0 {
+            best = next;
+        }
+    }
+    Ok(best)
+}
+
+/// A comment line under a loader row: where the reader's time went.
+fn reader_line(stats: &LoaderStats) -> String {
+    format!(
+        "#   reader: filling windows {:.3} s, waiting for buffers {:.3} s",
+        stats.reading.as_secs_f64(),
+        stats.waiting_for_buffers.as_secs_f64()
+    )
 }
 
 /// The device side of the pipelined runs.
@@ -301,14 +317,14 @@ struct Device {
 
 /// Seconds to read every window of `schedule` with `threads` threads, dropping each (the
 /// loader alone), or uploading and unpacking each on `device` (pipelined; waits for the device
-/// at the end).
+/// at the end), and the loader's statistics.
 fn run_loader(
     source: &Arc<RawRecording>,
     schedule: ChunkSchedule,
     threads: usize,
     read_ahead: bool,
     device: Option<&mut Device>,
-) -> BoxResult<f64> {
+) -> BoxResult<(f64, LoaderStats)> {
     let all = source.info().all_channels();
     let options = LoaderOptions {
         target: device.as_ref().map(|d| d.target),
@@ -316,15 +332,15 @@ fn run_loader(
         read_ahead,
     };
     let started = Instant::now();
-    let loader = WindowLoader::stored_with(source.clone(), all, schedule, options)?;
+    let mut loader = WindowLoader::stored_with(source.clone(), all, schedule, options)?;
     match device {
         None => {
-            for window in loader {
+            for window in &mut loader {
                 drop(window?);
             }
         }
         Some(device) => {
-            for window in loader {
+            for window in &mut loader {
                 let window = window?;
                 let samples = window.window().read_len();
                 device
@@ -334,7 +350,7 @@ fn run_loader(
             block_on(device.client.sync())?;
         }
     }
-    Ok(started.elapsed().as_secs_f64())
+    Ok((started.elapsed().as_secs_f64(), loader.stats()))
 }
 
 /// Runs the benchmark with the command-line arguments.
@@ -436,7 +452,7 @@ fn run() -> BoxResult<()> {
     )?;
     for &threads in &args.threads {
         let cached = resident(&file)?;
-        let seconds = fastest(args.repeat, || {
+        let (seconds, stats) = fastest(args.repeat, || {
             run_loader(&source, schedule, threads, false, None)
         })?;
         println!(
@@ -450,8 +466,11 @@ fn run() -> BoxResult<()> {
                 cached
             )
         );
+        println!("{}", reader_line(&stats));
         let cached = resident(&file)?;
-        let seconds = fastest(args.repeat, || pread_only(&file, &recording, threads))?;
+        let (seconds, ()) = fastest(args.repeat, || {
+            pread_only(&file, &recording, threads).map(|s| (s, ()))
+        })?;
         println!(
             "{}",
             table_row(
@@ -465,7 +484,7 @@ fn run() -> BoxResult<()> {
         );
         if let Some(device) = device.as_mut() {
             let cached = resident(&file)?;
-            let seconds = fastest(args.repeat, || {
+            let (seconds, stats) = fastest(args.repeat, || {
                 run_loader(&source, schedule, threads, false, Some(&mut *device))
             })?;
             let row = table_row(
@@ -477,13 +496,14 @@ fn run() -> BoxResult<()> {
                 cached,
             );
             println!("{row}");
+            println!("{}", reader_line(&stats));
         }
     }
     if args.disk {
         for &threads in &args.threads {
             for (what, read_ahead) in [("loader", false), ("loader, WILLNEED hints", true)] {
                 let cached = drop_cache(&file)?;
-                let seconds = run_loader(&source, schedule, threads, read_ahead, None)?;
+                let (seconds, _) = run_loader(&source, schedule, threads, read_ahead, None)?;
                 println!(
                     "{}",
                     table_row("disk", what, threads, (bytes, windows), seconds, cached)
@@ -491,7 +511,7 @@ fn run() -> BoxResult<()> {
             }
             if let Some(device) = device.as_mut() {
                 let cached = drop_cache(&file)?;
-                let seconds = run_loader(&source, schedule, threads, false, Some(device))?;
+                let (seconds, _) = run_loader(&source, schedule, threads, false, Some(device))?;
                 let row = table_row(
                     "disk",
                     "pipelined upload",

@@ -10,8 +10,9 @@
 use std::num::NonZeroUsize;
 use std::ops::Range;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, TryRecvError, bounded, select, unbounded};
 use cubecl::bytes::Bytes;
@@ -227,6 +228,10 @@ pub(crate) struct Counters {
     held: AtomicUsize,
     in_flight: AtomicUsize,
     peak_in_flight: AtomicUsize,
+    /// Nanoseconds the reader spent filling windows.
+    reading: AtomicU64,
+    /// Nanoseconds the reader spent waiting for the caller to give a buffer back.
+    waiting: AtomicU64,
 }
 
 impl Counters {
@@ -236,6 +241,11 @@ impl Counters {
     }
     pub(crate) fn release(&self) {
         self.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+    /// Adds the time since `since` to `total`.
+    fn add_since(total: &AtomicU64, since: Instant) {
+        let nanos = u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        total.fetch_add(nanos, Ordering::Relaxed);
     }
 }
 
@@ -250,6 +260,13 @@ pub struct LoaderStats {
     /// Window buffers that were page-locked for direct uploads (see
     /// [`WindowLoader::stored_for`]).
     pub buffers_pinned: usize,
+    /// Time the reader threads spent filling windows (wall time, from the first part of a
+    /// window handed out to the last one done).
+    pub reading: Duration,
+    /// Time the reader thread spent waiting for the caller to give a buffer back: when it is a
+    /// large share of the loop's time, the caller's work on each window (an upload, a kernel),
+    /// not the read, bounds the pipeline.
+    pub waiting_for_buffers: Duration,
 }
 
 /// Reads the windows of a [`ChunkSchedule`] from a [`RecordingSource`] on a background thread,
@@ -530,6 +547,10 @@ impl<T: WindowElement> WindowLoader<T> {
             buffers_allocated: self.counters.allocated.load(Ordering::SeqCst),
             peak_in_flight: self.counters.peak_in_flight.load(Ordering::SeqCst),
             buffers_pinned: self.counters.pinned.load(Ordering::SeqCst),
+            reading: Duration::from_nanos(self.counters.reading.load(Ordering::Relaxed)),
+            waiting_for_buffers: Duration::from_nanos(
+                self.counters.waiting.load(Ordering::Relaxed),
+            ),
         }
     }
 }
@@ -746,6 +767,7 @@ impl<S: RecordingSource + ?Sized, T: WindowElement> Reader<S, T> {
                 &window.read(),
                 sample_bytes,
             );
+            let started = Instant::now();
             let result = readers.fill(
                 &*self.source,
                 &self.channels,
@@ -754,6 +776,7 @@ impl<S: RecordingSource + ?Sized, T: WindowElement> Reader<S, T> {
                 &parts,
                 buffer.data_mut(),
             );
+            Counters::add_since(&self.counters.reading, started);
             let failed = result.is_err();
             let message = result.map(|()| (window, buffer));
             if failed {
@@ -775,10 +798,13 @@ impl<S: RecordingSource + ?Sized, T: WindowElement> Reader<S, T> {
                     Err(TryRecvError::Disconnected) => return None,
                 }
             } else {
-                select! {
-                    recv(self.returned) -> message => Some(message.ok()?),
-                    recv(self.stop) -> _ => return None,
-                }
+                let started = Instant::now();
+                let message = select! {
+                    recv(self.returned) -> message => message.ok(),
+                    recv(self.stop) -> _ => None,
+                };
+                Counters::add_since(&self.counters.waiting, started);
+                Some(message?)
             };
             match message {
                 Some(Returned::Buffer(buffer)) => return Some(buffer),

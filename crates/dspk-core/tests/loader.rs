@@ -158,6 +158,32 @@ fn two_window_buffers_circulate_over_a_thousand_windows() {
 }
 
 #[test]
+fn a_slow_caller_shows_as_the_reader_waiting_for_buffers() {
+    let _guard = serial();
+    let samples = 8 * WINDOW_SAMPLES;
+    let source = synthetic(WINDOW_CHANNELS, samples);
+    let schedule = ChunkSchedule::new(samples, WINDOW_SAMPLES, 0, 0).unwrap();
+    let mut loader = WindowLoader::stored(source, vec![0, 1, 2], schedule).unwrap();
+    let hold = std::time::Duration::from_millis(25);
+    for window in &mut loader {
+        let window = window.unwrap();
+        // The caller's work on each window: the reader, with both buffers out, must wait.
+        std::thread::sleep(hold);
+        drop(window);
+    }
+    let stats = loader.stats();
+    // Windows 3..8 each need a buffer back from a caller that keeps it `hold` after it
+    // arrives: the reader waits for most of that, six times over.
+    assert!(
+        stats.waiting_for_buffers >= 4 * hold,
+        "waited {:?} for buffers behind a caller that held each window {hold:?}",
+        stats.waiting_for_buffers
+    );
+    assert!(stats.reading > std::time::Duration::ZERO, "{stats:?}");
+    assert!(stats.reading < stats.waiting_for_buffers, "{stats:?}");
+}
+
+#[test]
 fn the_owned_mode_hands_over_buffers_and_stays_at_two_in_flight() {
     let _guard = serial();
     let samples = 100 * WINDOW_SAMPLES;
