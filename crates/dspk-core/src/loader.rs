@@ -69,7 +69,8 @@ impl LoaderOptions {
     }
 
     /// The machine's default number of reader threads: three quarters of its available
-    /// parallelism (rounded up), at most 16 ([`default_threads`]).
+    /// parallelism (rounded up), at least 1 and at most 16, so a quarter of the cores stays
+    /// free for the caller's work on each window and the system.
     #[must_use]
     pub fn machine_threads() -> usize {
         default_threads(std::thread::available_parallelism().map_or(1, NonZeroUsize::get))
@@ -98,9 +99,9 @@ impl LoaderOptions {
 /// The default number of reader threads on a machine of `cores` cores: `cores - cores / 4`,
 /// at least 1 and at most [`DEFAULT_MAX_THREADS`]. A quarter of the cores stays free for the
 /// caller's own work on each window (on a device: submitting its upload and kernels) and the
-/// system: on the 16-core H200 machine (docs/PERFORMANCE.md) 12 threads read 4 GB of windows
-/// from the page cache 1.3-1.7x as fast as 8, and 16 were no faster than 12 once an upload ran
-/// beside them.
+/// system. On the 16-core H200 machine (docs/PERFORMANCE.md, two calls) 12 threads read
+/// windows from the page cache 1.3-1.7x as fast as 8, and 16 no faster than 12 (-6 % and 0 %);
+/// beside an upload, 16 were 21 % slower than 12 in one call and 20 % faster in the other.
 fn default_threads(cores: usize) -> usize {
     (cores - cores / 4).clamp(1, DEFAULT_MAX_THREADS)
 }
