@@ -336,20 +336,12 @@ impl PipelineWorkspace {
         Ok(block_on(self.client.sync())?)
     }
 
-    /// Hands the queued work to the device and releases this window's upload buffer as soon as
-    /// the device is done with it. Runtimes batch work and keep upload buffers until they
-    /// flush; the window loader's buffers return to it only when released, so without a flush
-    /// the loader could wait for a buffer the runtime holds until a sync that never comes.
-    ///
-    /// CubeCL 0.11.3 (CUDA, HIP) releases the bytes of one flush only at the next one, after
-    /// waiting for the first one's fence. With one flush per window the loader's reader would
-    /// get window i's buffer back only when the caller hands over window i + 1: it waits for
-    /// the hand-over and this call every window, since exactly two buffers circulate. A second
-    /// flush waits for the device to finish this window's work and releases its buffer now, so
-    /// the reader fills the next window while the device works and gets the buffer back as
-    /// soon as the device is done.
+    /// Hands the queued work to the device now, without waiting for it. Runtimes batch work
+    /// and keep upload buffers until they flush; the window loader's buffers return to it only
+    /// when released, so without this the loader could wait for a buffer the runtime holds
+    /// until a sync that never comes. (On CUDA the flush also waits for the previous flush's
+    /// copies, which bounds the uploads in flight.)
     fn flush(&self) -> Result<()> {
-        self.client.flush()?;
         Ok(self.client.flush()?)
     }
 
