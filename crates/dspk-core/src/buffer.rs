@@ -38,6 +38,16 @@ impl<T: Copy + Default> WindowBuffer<T> {
             pinned,
         }
     }
+
+    /// Sets the length to `len` (elements past the old length zero), which must be within the
+    /// capacity.
+    pub(crate) fn resize(&mut self, len: usize) {
+        let old = self.len;
+        self.set_len_to_overwrite(len);
+        if len > old {
+            self.data[old..len].fill(T::default());
+        }
+    }
 }
 
 impl<T> WindowBuffer<T> {
@@ -60,21 +70,8 @@ impl<T> WindowBuffer<T> {
     /// every element: elements past the old length keep what they held (zero, or values of an
     /// earlier window).
     pub(crate) fn set_len_to_overwrite(&mut self, len: usize) {
-        assert!(len <= self.data.len(), "window buffer would move");
+        assert!(len <= self.data.len(), "window longer than its buffer");
         self.len = len;
-    }
-
-    /// Sets the length to `len` (elements past the old length zero), which must be within the
-    /// capacity.
-    pub(crate) fn resize(&mut self, len: usize)
-    where
-        T: Copy + Default,
-    {
-        let old = self.len;
-        self.set_len_to_overwrite(len);
-        if len > old {
-            self.data[old..len].fill(T::default());
-        }
     }
 
     /// The vector, no longer page-locked, for the caller to keep.
@@ -200,7 +197,7 @@ mod tests {
     }
 
     #[test]
-    #[should_panic(expected = "window buffer would move")]
+    #[should_panic(expected = "window longer than its buffer")]
     fn a_length_past_the_capacity_is_refused() {
         WindowBuffer::<u8>::new(4, false).set_len_to_overwrite(5);
     }
