@@ -302,9 +302,10 @@ fn fastest<T>(runs: usize, mut run: impl FnMut() -> BoxResult<(f64, T)>) -> BoxR
 /// A comment line under a loader row: where the reader's time went.
 fn reader_line(stats: &LoaderStats) -> String {
     format!(
-        "#   reader: filling windows {:.3} s, waiting for buffers {:.3} s",
+        "#   reader: filling windows {:.3} s, waiting for buffers {:.3} s, preparing buffers {:.3} s",
         stats.reading.as_secs_f64(),
-        stats.waiting_for_buffers.as_secs_f64()
+        stats.waiting_for_buffers.as_secs_f64(),
+        stats.preparing_buffers.as_secs_f64()
     )
 }
 

@@ -12,30 +12,39 @@ use crate::pinned;
 /// A window buffer: a vector allocated once with its full capacity, zeroed by the allocator
 /// (fresh pages that the system maps in when the reader threads first write them, so no
 /// thread spends time zeroing a window it is about to overwrite), of which the first `len`
-/// elements are the window; it never grows, so it never moves, and it is page-locked for its
-/// whole life when the loader pins.
+/// elements are the window; it never grows, so it never moves. When the loader pins, it is
+/// page-locked after its first fill ([`pin_if_pending`](Self::pin_if_pending)) for the rest of
+/// its life.
 pub(crate) struct WindowBuffer<T> {
     data: Vec<T>,
     len: usize,
-    pinned: bool,
+    pinning: Pinning,
+}
+
+/// Where a buffer stands with page-locking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pinning {
+    /// Not asked for (or undone).
+    No,
+    /// Asked for, not tried yet.
+    Pending,
+    /// Page-locked.
+    Pinned,
+    /// Tried once and refused (no CUDA driver): the buffer stays pageable.
+    Refused,
 }
 
 impl<T: Copy + Default> WindowBuffer<T> {
-    /// An empty buffer with room for `capacity` elements, page-locked if `pin` and the runtime
-    /// can.
+    /// An empty buffer with room for `capacity` elements, to be page-locked by
+    /// [`pin_if_pending`](Self::pin_if_pending) if `pin`.
     pub(crate) fn new(capacity: usize, pin: bool) -> Self {
         // `vec!` of zeros asks the allocator for zeroed memory (`calloc`), which for a window's
         // size is untouched fresh pages: they are faulted in by the threads that fill the first
         // window, in parallel, not zeroed here first.
-        let mut data: Vec<T> = vec![T::default(); capacity];
-        let bytes = data.len() * size_of::<T>();
-        // SAFETY: the allocation of `bytes` bytes stays put until `unpin` runs in `Drop` or
-        // `into_vec`: the vector is never resized.
-        let pinned = pin && bytes > 0 && unsafe { pinned::pin(data.as_mut_ptr().cast(), bytes) };
         Self {
-            data,
+            data: vec![T::default(); capacity],
             len: 0,
-            pinned,
+            pinning: if pin { Pinning::Pending } else { Pinning::No },
         }
     }
 
@@ -53,7 +62,27 @@ impl<T: Copy + Default> WindowBuffer<T> {
 impl<T> WindowBuffer<T> {
     /// Whether the buffer is page-locked.
     pub(crate) fn is_pinned(&self) -> bool {
-        self.pinned
+        self.pinning == Pinning::Pinned
+    }
+
+    /// Page-locks the whole buffer if that was asked for and not tried yet; whether this call
+    /// locked it. Meant for after the first fill: the reader threads have mapped the pages in
+    /// (in parallel) by then, so the registration only locks them, where on fresh memory it
+    /// would fault every page in on this one thread first.
+    pub(crate) fn pin_if_pending(&mut self) -> bool {
+        if self.pinning != Pinning::Pending {
+            return false;
+        }
+        let bytes = size_of_val(self.data.as_slice());
+        // SAFETY: the allocation of `bytes` bytes stays put until `unpin` runs in `Drop` or
+        // `into_vec`: the vector is never resized.
+        let pinned = bytes > 0 && unsafe { pinned::pin(self.data.as_mut_ptr().cast(), bytes) };
+        self.pinning = if pinned {
+            Pinning::Pinned
+        } else {
+            Pinning::Refused
+        };
+        pinned
     }
 
     /// The contents.
@@ -82,9 +111,9 @@ impl<T> WindowBuffer<T> {
     }
 
     fn unpin(&mut self) {
-        if self.pinned {
-            self.pinned = false;
-            // SAFETY: registered in `new` at this address, which has not changed.
+        if self.pinning == Pinning::Pinned {
+            self.pinning = Pinning::No;
+            // SAFETY: registered in `pin_if_pending` at this address, which has not changed.
             unsafe { pinned::unpin(self.data.as_mut_ptr().cast()) };
         }
     }
@@ -194,6 +223,24 @@ mod tests {
         buffer.resize(5);
         assert_eq!(buffer.data(), [7.0, 7.0, 7.0, 0.0, 0.0]);
         assert_eq!(buffer.into_vec(), [7.0, 7.0, 7.0, 0.0, 0.0]);
+    }
+
+    #[test]
+    fn pinning_is_tried_once_and_only_when_asked_for() {
+        let mut unasked = WindowBuffer::<u8>::new(4096, false);
+        assert!(!unasked.pin_if_pending());
+        assert!(!unasked.is_pinned());
+        let mut asked = WindowBuffer::<u8>::new(4096, true);
+        assert!(!asked.is_pinned(), "not before the first fill");
+        asked.set_len_to_overwrite(4096);
+        asked.data_mut().fill(3);
+        let pinned = asked.pin_if_pending();
+        // Page-locked where this build has CUDA and a driver; either way it is tried once and
+        // the contents stay.
+        assert_eq!(asked.is_pinned(), pinned);
+        assert!(!asked.pin_if_pending());
+        assert_eq!(asked.is_pinned(), pinned);
+        assert_eq!(asked.into_vec(), vec![3; 4096]);
     }
 
     #[test]

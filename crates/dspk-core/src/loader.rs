@@ -233,6 +233,8 @@ pub(crate) struct Counters {
     reading: AtomicU64,
     /// Nanoseconds the reader spent waiting for the caller to give a buffer back.
     waiting: AtomicU64,
+    /// Nanoseconds the reader spent allocating (and page-locking) buffers.
+    preparing: AtomicU64,
 }
 
 impl Counters {
@@ -268,6 +270,10 @@ pub struct LoaderStats {
     /// large share of the loop's time, the caller's work on each window (an upload, a kernel),
     /// not the read, bounds the pipeline.
     pub waiting_for_buffers: Duration,
+    /// Time the reader thread spent allocating its buffers, page-locking included when it pins
+    /// them (a cost paid once per buffer, so once per loader when the caller gives every
+    /// buffer back).
+    pub preparing_buffers: Duration,
 }
 
 /// Reads the windows of a [`ChunkSchedule`] from a [`RecordingSource`] on a background thread,
@@ -552,6 +558,9 @@ impl<T: WindowElement> WindowLoader<T> {
             waiting_for_buffers: Duration::from_nanos(
                 self.counters.waiting.load(Ordering::Relaxed),
             ),
+            preparing_buffers: Duration::from_nanos(
+                self.counters.preparing.load(Ordering::Relaxed),
+            ),
         }
     }
 }
@@ -778,6 +787,15 @@ impl<S: RecordingSource + ?Sized, T: WindowElement> Reader<S, T> {
                 buffer.data_mut(),
             );
             Counters::add_since(&self.counters.reading, started);
+            if result.is_ok() {
+                // A fresh buffer is page-locked once its first window is in (see
+                // `WindowBuffer::pin_if_pending`).
+                let started = Instant::now();
+                if buffer.pin_if_pending() {
+                    self.counters.pinned.fetch_add(1, Ordering::SeqCst);
+                }
+                Counters::add_since(&self.counters.preparing, started);
+            }
             let failed = result.is_err();
             let message = result.map(|()| (window, buffer));
             if failed {
@@ -813,10 +831,9 @@ impl<S: RecordingSource + ?Sized, T: WindowElement> Reader<S, T> {
                 None => {
                     self.permits -= 1;
                     self.counters.allocated.fetch_add(1, Ordering::SeqCst);
+                    let started = Instant::now();
                     let buffer = WindowBuffer::new(self.capacity, self.pin);
-                    if buffer.is_pinned() {
-                        self.counters.pinned.fetch_add(1, Ordering::SeqCst);
-                    }
+                    Counters::add_since(&self.counters.preparing, started);
                     return Some(buffer);
                 }
             }

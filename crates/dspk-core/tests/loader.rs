@@ -181,6 +181,12 @@ fn a_slow_caller_shows_as_the_reader_waiting_for_buffers() {
     );
     assert!(stats.reading > std::time::Duration::ZERO, "{stats:?}");
     assert!(stats.reading < stats.waiting_for_buffers, "{stats:?}");
+    // Two buffers, allocated once each: a cost well below the waiting.
+    assert!(
+        stats.preparing_buffers > std::time::Duration::ZERO,
+        "{stats:?}"
+    );
+    assert!(stats.preparing_buffers < hold, "{stats:?}");
 }
 
 #[test]
