@@ -4,7 +4,10 @@
 //! `pread only` rows read the same bytes with plain `pread`s, each thread its share of every
 //! window (cut by time, as the loader's threads are) straight into its share of one
 //! window-sized buffer: the copy the loader's reads cost before their values are
-//! de-interleaved into channel runs.
+//! de-interleaved into channel runs. With a device, the `loader, upload buffers` rows run the
+//! loader alone with the buffers the pipelined rows use (page-locked on CUDA), so the cost of
+//! the upload itself is the difference between those two rows. Under each loader row a
+//! `reader:` line says where the reader's time went (`LoaderStats`).
 //!
 //! ```text
 //! DSPK_RUNTIME=cuda cargo bench --features cuda --bench loader -- --gb 4 --dir /path/on/disk
@@ -316,31 +319,42 @@ struct Device {
     target: ComputeTarget,
 }
 
-/// Seconds to read every window of `schedule` with `threads` threads, dropping each (the
-/// loader alone), or uploading and unpacking each on `device` (pipelined; waits for the device
-/// at the end), and the loader's statistics.
+/// What a timed run does with each window.
+enum Consumer<'a> {
+    /// Drops it: the loader alone, its buffers prepared for uploads to this target if any
+    /// (page-locked for CUDA).
+    Drop(Option<ComputeTarget>),
+    /// Uploads and unpacks it on the device (pipelined; waits for the device at the end).
+    Upload(&'a mut Device),
+}
+
+/// Seconds to read every window of `schedule` with `threads` threads and hand each to
+/// `consumer`, and the loader's statistics.
 fn run_loader(
     source: &Arc<RawRecording>,
     schedule: ChunkSchedule,
     threads: usize,
     read_ahead: bool,
-    device: Option<&mut Device>,
+    consumer: Consumer<'_>,
 ) -> BoxResult<(f64, LoaderStats)> {
     let all = source.info().all_channels();
     let options = LoaderOptions {
-        target: device.as_ref().map(|d| d.target),
+        target: match &consumer {
+            Consumer::Drop(target) => *target,
+            Consumer::Upload(device) => Some(device.target),
+        },
         threads: NonZeroUsize::new(threads),
         read_ahead,
     };
     let started = Instant::now();
     let mut loader = WindowLoader::stored_with(source.clone(), all, schedule, options)?;
-    match device {
-        None => {
+    match consumer {
+        Consumer::Drop(_) => {
             for window in &mut loader {
                 drop(window?);
             }
         }
-        Some(device) => {
+        Consumer::Upload(device) => {
             for window in &mut loader {
                 let window = window?;
                 let samples = window.window().read_len();
@@ -437,7 +451,7 @@ fn run() -> BoxResult<()> {
             0,
             0,
         )?;
-        run_loader(&source, warm, 1, false, Some(&mut device))?;
+        run_loader(&source, warm, 1, false, Consumer::Upload(&mut device))?;
         Some(device)
     } else {
         None
@@ -453,12 +467,12 @@ fn run() -> BoxResult<()> {
         schedule,
         LoaderOptions::machine_threads(),
         false,
-        None,
+        Consumer::Drop(None),
     )?;
     for &threads in &args.threads {
         let cached = resident(&file)?;
         let (seconds, stats) = fastest(args.repeat, || {
-            run_loader(&source, schedule, threads, false, None)
+            run_loader(&source, schedule, threads, false, Consumer::Drop(None))
         })?;
         println!(
             "{}",
@@ -488,9 +502,26 @@ fn run() -> BoxResult<()> {
             )
         );
         if let Some(device) = device.as_mut() {
+            // The loader alone with the buffers an upload uses (page-locked on CUDA): what
+            // the pipelined row costs beyond it is the upload's.
+            let cached = resident(&file)?;
+            let target = Some(device.target);
+            let (seconds, stats) = fastest(args.repeat, || {
+                run_loader(&source, schedule, threads, false, Consumer::Drop(target))
+            })?;
+            let row = table_row(
+                "cache",
+                "loader, upload buffers",
+                threads,
+                (bytes, windows),
+                seconds,
+                cached,
+            );
+            println!("{row}");
+            println!("{}", reader_line(&stats));
             let cached = resident(&file)?;
             let (seconds, stats) = fastest(args.repeat, || {
-                run_loader(&source, schedule, threads, false, Some(&mut *device))
+                run_loader(&source, schedule, threads, false, Consumer::Upload(device))
             })?;
             let row = table_row(
                 "cache",
@@ -508,7 +539,8 @@ fn run() -> BoxResult<()> {
         for &threads in &args.threads {
             for (what, read_ahead) in [("loader", false), ("loader, WILLNEED hints", true)] {
                 let cached = drop_cache(&file)?;
-                let (seconds, _) = run_loader(&source, schedule, threads, read_ahead, None)?;
+                let (seconds, _) =
+                    run_loader(&source, schedule, threads, read_ahead, Consumer::Drop(None))?;
                 println!(
                     "{}",
                     table_row("disk", what, threads, (bytes, windows), seconds, cached)
@@ -516,7 +548,8 @@ fn run() -> BoxResult<()> {
             }
             if let Some(device) = device.as_mut() {
                 let cached = drop_cache(&file)?;
-                let (seconds, _) = run_loader(&source, schedule, threads, false, Some(device))?;
+                let (seconds, _) =
+                    run_loader(&source, schedule, threads, false, Consumer::Upload(device))?;
                 let row = table_row(
                     "disk",
                     "pipelined upload",
