@@ -19,7 +19,8 @@
 //! unless `--keep`), `--channels` (384), `--samples` per window (60 000), `--threads` (a list,
 //! `1,2,4,8,16`), `--no-upload` (no device), `--no-disk` (page cache only), `--no-direct`,
 //! `--direct-mib` (the `O_DIRECT` block per read, 8), `--repeat` (runs per page-cache row, 1:
-//! a row shows the fastest, which the host's other tenants slowed least).
+//! a row shows the fastest, which the host's other tenants slowed least; the loader's rows run
+//! in turns, one run of each per round).
 //!
 //! "From the disk" means after `fsync` and `posix_fadvise(DONTNEED)` on the whole file before
 //! each run; the `resident%` column says how much of the file was still in the page cache when
@@ -458,7 +459,10 @@ fn run() -> BoxResult<()> {
     };
 
     if args.repeat > 1 {
-        println!("# page-cache rows: the fastest of {} runs", args.repeat);
+        println!(
+            "# page-cache rows: the fastest of {} runs (the loader's rows in turns)",
+            args.repeat
+        );
     }
     println!("{}", table_header());
     // From the page cache: one untimed pass first brings the file in (if it fits).
@@ -471,68 +475,50 @@ fn run() -> BoxResult<()> {
     )?;
     for &threads in &args.threads {
         let cached = resident(&file)?;
-        let (seconds, stats) = fastest(args.repeat, || {
-            run_loader(&source, schedule, threads, false, Consumer::Drop(None))
-        })?;
-        println!(
-            "{}",
-            table_row(
-                "cache",
-                "loader",
-                threads,
-                (bytes, windows),
-                seconds,
-                cached
-            )
-        );
-        println!("{}", reader_line(&stats));
-        let cached = resident(&file)?;
-        let (seconds, ()) = fastest(args.repeat, || {
+        // The loader's rows run in turns, `repeat` rounds, so that a slow spell of the host
+        // falls on all of them alike; each row shows its fastest run. With a device they are
+        // the loader alone, the loader alone with the buffers an upload uses (page-locked on
+        // CUDA: what the pipelined row costs beyond it is the upload's) and the pipelined
+        // upload.
+        let upload_target = device.as_ref().map(|d| d.target);
+        let labels = if device.is_some() {
+            &["loader", "loader, upload buffers", "pipelined upload"][..]
+        } else {
+            &["loader"][..]
+        };
+        let mut best: Vec<Option<(f64, LoaderStats)>> = vec![None; labels.len()];
+        for _ in 0..args.repeat {
+            for (row, slot) in best.iter_mut().enumerate() {
+                let consumer = match (row, device.as_mut()) {
+                    (1, _) => Consumer::Drop(upload_target),
+                    (2, Some(device)) => Consumer::Upload(device),
+                    _ => Consumer::Drop(None),
+                };
+                let run = run_loader(&source, schedule, threads, false, consumer)?;
+                if (*slot).is_none_or(|(seconds, _)| run.0 < seconds) {
+                    *slot = Some(run);
+                }
+            }
+        }
+        let (pread_seconds, ()) = fastest(args.repeat, || {
             pread_only(&file, &recording, threads).map(|s| (s, ()))
         })?;
-        println!(
-            "{}",
-            table_row(
-                "cache",
-                "pread only",
-                threads,
-                (bytes, windows),
-                seconds,
-                cached
-            )
-        );
-        if let Some(device) = device.as_mut() {
-            // The loader alone with the buffers an upload uses (page-locked on CUDA): what
-            // the pipelined row costs beyond it is the upload's.
-            let cached = resident(&file)?;
-            let target = Some(device.target);
-            let (seconds, stats) = fastest(args.repeat, || {
-                run_loader(&source, schedule, threads, false, Consumer::Drop(target))
-            })?;
-            let row = table_row(
-                "cache",
-                "loader, upload buffers",
-                threads,
-                (bytes, windows),
-                seconds,
-                cached,
-            );
-            println!("{row}");
+        for (row, (label, slot)) in labels.iter().zip(&best).enumerate() {
+            let (seconds, stats) = slot.ok_or("--repeat must be positive")?;
+            let line = table_row("cache", label, threads, (bytes, windows), seconds, cached);
+            println!("{line}");
             println!("{}", reader_line(&stats));
-            let cached = resident(&file)?;
-            let (seconds, stats) = fastest(args.repeat, || {
-                run_loader(&source, schedule, threads, false, Consumer::Upload(device))
-            })?;
-            let row = table_row(
-                "cache",
-                "pipelined upload",
-                threads,
-                (bytes, windows),
-                seconds,
-                cached,
-            );
-            println!("{row}");
-            println!("{}", reader_line(&stats));
+            if row == 0 {
+                let line = table_row(
+                    "cache",
+                    "pread only",
+                    threads,
+                    (bytes, windows),
+                    pread_seconds,
+                    cached,
+                );
+                println!("{line}");
+            }
         }
     }
     if args.disk {
