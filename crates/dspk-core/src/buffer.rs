@@ -24,14 +24,12 @@ pub(crate) struct WindowBuffer<T> {
 /// Where a buffer stands with page-locking.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Pinning {
-    /// Not asked for (or undone).
+    /// Pageable: not asked for, refused by the driver (tried once), or undone.
     No,
     /// Asked for, not tried yet.
     Pending,
     /// Page-locked.
     Pinned,
-    /// Tried once and refused (no CUDA driver): the buffer stays pageable.
-    Refused,
 }
 
 impl<T: Copy + Default> WindowBuffer<T> {
@@ -65,6 +63,11 @@ impl<T> WindowBuffer<T> {
         self.pinning == Pinning::Pinned
     }
 
+    /// Whether page-locking was asked for and not tried yet.
+    pub(crate) fn pin_pending(&self) -> bool {
+        self.pinning == Pinning::Pending
+    }
+
     /// Page-locks the whole buffer if that was asked for and not tried yet; whether this call
     /// locked it. Meant for after the first fill: the reader threads have mapped the pages in
     /// (in parallel) by then, so the registration only locks them, where on fresh memory it
@@ -77,11 +80,7 @@ impl<T> WindowBuffer<T> {
         // SAFETY: the allocation of `bytes` bytes stays put until `unpin` runs in `Drop` or
         // `into_vec`: the vector is never resized.
         let pinned = bytes > 0 && unsafe { pinned::pin(self.data.as_mut_ptr().cast(), bytes) };
-        self.pinning = if pinned {
-            Pinning::Pinned
-        } else {
-            Pinning::Refused
-        };
+        self.pinning = if pinned { Pinning::Pinned } else { Pinning::No };
         pinned
     }
 
@@ -232,12 +231,14 @@ mod tests {
         assert!(!unasked.is_pinned());
         let mut asked = WindowBuffer::<u8>::new(4096, true);
         assert!(!asked.is_pinned(), "not before the first fill");
+        assert!(asked.pin_pending());
         asked.set_len_to_overwrite(4096);
         asked.data_mut().fill(3);
         let pinned = asked.pin_if_pending();
         // Page-locked where this build has CUDA and a driver; either way it is tried once and
         // the contents stay.
         assert_eq!(asked.is_pinned(), pinned);
+        assert!(!asked.pin_pending());
         assert!(!asked.pin_if_pending());
         assert_eq!(asked.is_pinned(), pinned);
         assert_eq!(asked.into_vec(), vec![3; 4096]);

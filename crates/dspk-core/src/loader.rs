@@ -787,7 +787,7 @@ impl<S: RecordingSource + ?Sized, T: WindowElement> Reader<S, T> {
                 buffer.data_mut(),
             );
             Counters::add_since(&self.counters.reading, started);
-            if result.is_ok() {
+            if result.is_ok() && buffer.pin_pending() {
                 // A fresh buffer is page-locked once its first window is in (see
                 // `WindowBuffer::pin_if_pending`).
                 let started = Instant::now();

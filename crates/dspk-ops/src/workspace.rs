@@ -336,11 +336,13 @@ impl PipelineWorkspace {
         Ok(block_on(self.client.sync())?)
     }
 
-    /// Hands the queued work to the device now, without waiting for it. Runtimes batch work
-    /// and keep upload buffers until they flush; the window loader's buffers return to it only
-    /// when released, so without this the loader could wait for a buffer the runtime holds
-    /// until a sync that never comes. (On CUDA the flush also waits for the previous flush's
-    /// copies, which bounds the uploads in flight.)
+    /// Hands the queued work to the device now. Runtimes batch work and keep upload buffers
+    /// until they flush; the window loader's buffers return to it only when released, so
+    /// without this the loader could wait for a buffer the runtime holds until a sync that
+    /// never comes. (CubeCL 0.11.3 on CUDA: the upload of a window over 10 MB already flushed
+    /// once, so this flush waits for that window's copy and releases its buffer before it
+    /// returns; measured in docs/PERFORMANCE.md, "buffers page-locked after their first
+    /// fill".)
     fn flush(&self) -> Result<()> {
         Ok(self.client.flush()?)
     }
