@@ -329,6 +329,13 @@ enum Consumer<'a> {
     Upload(&'a mut Device),
 }
 
+/// A page-cache row of the loader's: the loader alone, its buffers prepared for uploads to
+/// this target if any, or the pipelined upload on the bench's device.
+enum Row {
+    Alone(Option<ComputeTarget>),
+    Upload,
+}
+
 /// Seconds to read every window of `schedule` with `threads` threads and hand each to
 /// `consumer`, and the loader's statistics.
 fn run_loader(
@@ -480,19 +487,18 @@ fn run() -> BoxResult<()> {
         // the loader alone, the loader alone with the buffers an upload uses (page-locked on
         // CUDA: what the pipelined row costs beyond it is the upload's) and the pipelined
         // upload.
-        let upload_target = device.as_ref().map(|d| d.target);
-        let labels = if device.is_some() {
-            &["loader", "loader, upload buffers", "pipelined upload"][..]
-        } else {
-            &["loader"][..]
-        };
-        let mut best: Vec<Option<(f64, LoaderStats)>> = vec![None; labels.len()];
+        let mut rows = vec![("loader", Row::Alone(None))];
+        if let Some(device) = &device {
+            rows.push(("loader, upload buffers", Row::Alone(Some(device.target))));
+            rows.push(("pipelined upload", Row::Upload));
+        }
+        let mut best: Vec<Option<(f64, LoaderStats)>> = vec![None; rows.len()];
         for _ in 0..args.repeat {
-            for (row, slot) in best.iter_mut().enumerate() {
+            for ((_, row), slot) in rows.iter().zip(&mut best) {
                 let consumer = match (row, device.as_mut()) {
-                    (1, _) => Consumer::Drop(upload_target),
-                    (2, Some(device)) => Consumer::Upload(device),
-                    _ => Consumer::Drop(None),
+                    (Row::Alone(target), _) => Consumer::Drop(*target),
+                    (Row::Upload, Some(device)) => Consumer::Upload(device),
+                    (Row::Upload, None) => unreachable!("upload rows only with a device"),
                 };
                 let run = run_loader(&source, schedule, threads, false, consumer)?;
                 if (*slot).is_none_or(|(seconds, _)| run.0 < seconds) {
@@ -503,7 +509,7 @@ fn run() -> BoxResult<()> {
         let (pread_seconds, ()) = fastest(args.repeat, || {
             pread_only(&file, &recording, threads).map(|s| (s, ()))
         })?;
-        for (row, (label, slot)) in labels.iter().zip(&best).enumerate() {
+        for (row, ((label, _), slot)) in rows.iter().zip(&best).enumerate() {
             let (seconds, stats) = slot.ok_or("--repeat must be positive")?;
             let line = table_row("cache", label, threads, (bytes, windows), seconds, cached);
             println!("{line}");
