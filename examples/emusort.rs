@@ -136,7 +136,7 @@ fn sort_ground_truth(args: &Args, settings: KilosortSettings) -> Result<(), Box<
         );
     }
     let (well, mean) = print_summary(&lagged);
-    let score = dspk::kilosort::score::run_score(&output.units);
+    let score = dspk::kilosort::export::score::run_score(&output.units);
     println!(
         "EMUsort score: {} (mean over units)",
         score.map_or("n/a".to_string(), |s| format!("{s:.4}"))

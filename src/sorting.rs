@@ -9,8 +9,8 @@ use std::time::Instant;
 
 use dspk::ComputeTarget;
 use dspk::io::Dtype;
-use dspk::kilosort::report::Progress;
-use dspk::kilosort::sorting::{Sorting, UnitLabel};
+use dspk::kilosort::runner::Progress;
+use dspk::kilosort::export::sorting::{Sorting, UnitLabel};
 use dspk::kilosort::{Kilosort4, KilosortSettings, SortOutput, SortProbe};
 use dspk::synapse::groundtruth::{
     CompareOptions, GroundTruthComparison, MatchMode, SpikeTrains, compare_to_ground_truth,

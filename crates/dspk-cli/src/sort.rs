@@ -6,8 +6,8 @@ use std::time::Instant;
 
 use dspk::ComputeTarget;
 use dspk::io::Dtype;
-use dspk::kilosort::report::Progress;
-use dspk::kilosort::sorting::UnitLabel;
+use dspk::kilosort::runner::Progress;
+use dspk::kilosort::export::sorting::UnitLabel;
 use dspk::kilosort::{Kilosort4, KilosortSettings};
 use dspk::synapse::phy::PhyParams;
 

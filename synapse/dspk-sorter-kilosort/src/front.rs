@@ -9,7 +9,7 @@
 //!   draw that depends on the drift pass);
 //! - a batch without spikes gets no drift shift (Kilosort shifts it by about -675 µm,
 //!   §3.3), see [`drift`](crate::drift);
-//! - the filter and offsets of [`preprocess`](crate::preprocess), and windows whose spikes
+//! - the filter and offsets of [`preprocess`](crate::preprocessing), and windows whose spikes
 //!   see real data across window edges (Kilosort's batches see only their own samples in the
 //!   maximum over ±`nt0min` samples, so a spike near a batch edge can be found twice).
 
@@ -21,20 +21,20 @@ use dspk_core::{ComputeTarget, RecordingSource};
 use dspk_ops::DeviceWindow;
 use dspk_ops::linalg::WhiteningMatrix;
 
-use crate::centres::{TemplateCentres, template_centres};
-use crate::delays::{ChannelDelays, DelayAligner, DelayEstimator};
-use crate::detect::{Spikes, UniversalDetector};
+use crate::detection::centres::{TemplateCentres, template_centres};
+use crate::preprocessing::delays::{ChannelDelays, DelayAligner, DelayEstimator};
+use crate::detection::{Spikes, UniversalDetector};
 use crate::drift::{DriftEstimate, DriftSpikes, ShiftInterpolation, compose, estimate_drift};
-use crate::fit::{FitKey, PreprocessingFit};
-use crate::hdbscan::{HdbscanSettings, hdbscan_labels};
-use crate::preprocess::{
+use crate::preprocessing::{FitKey, PreprocessingFit};
+use crate::algorithms::hdbscan::{HdbscanSettings, hdbscan_labels};
+use crate::preprocessing::{
     Preprocessing, Whitener, channel_offsets, fit_whitening, selected_ranges, whitening_batches,
 };
-use crate::report::{Progress, StageReport};
-use crate::universal::{
+use crate::runner::{Progress, StageReport};
+use crate::detection::universal::{
     ClipHarvester, ClipSettings, UniversalTemplates, learn_templates_scaled, scale_clips,
 };
-use crate::windows::{DeviceWindows, PassReport, resident_budget};
+use crate::runner::{DeviceWindows, PassReport, resident_budget};
 use crate::{Error, KilosortSettings, Result, SortProbe};
 
 /// How the recording is cut and where it goes, beyond the settings.

@@ -56,39 +56,24 @@
 
 #![forbid(unsafe_code)]
 
-mod buffers;
-pub mod ccg;
-pub mod centres;
-pub mod cluster;
-pub mod delays;
-pub mod detect;
+pub mod algorithms;
+pub mod clustering;
+pub mod detection;
 pub mod drift;
 mod error;
-pub mod fit;
+pub mod export;
 pub mod front;
-pub mod groups;
-pub mod hdbscan;
-pub mod learned;
-pub mod matching;
-pub mod merge;
-pub mod phy;
-pub mod postprocess;
-pub mod preprocess;
+pub mod kilosort4;
+pub mod merging;
+pub mod preprocessing;
 mod probe;
-pub mod quality;
-pub mod report;
-mod rows;
-pub mod score;
+pub mod runner;
 mod settings;
-pub mod sort;
-pub mod sorting;
-pub mod summary;
 pub mod sweep;
-pub mod universal;
-pub mod windows;
+pub mod templates;
 
 pub use error::{Error, Result};
-pub use learned::Alignment;
+pub use templates::learned::Alignment;
 pub use probe::SortProbe;
 pub use settings::{ClipScaling, KilosortSettings};
-pub use sort::{Kilosort4, SortOutput};
+pub use kilosort4::{Kilosort4, SortOutput};

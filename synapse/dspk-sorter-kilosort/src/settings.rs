@@ -7,9 +7,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::centres::CentreSettings;
+use crate::detection::centres::CentreSettings;
 use crate::drift::DriftSettings;
-use crate::learned::Alignment;
+use crate::templates::learned::Alignment;
 use crate::{Error, Result};
 
 /// How clips are scaled before the universal templates are learned (setting `clip_scaling`).
@@ -285,7 +285,7 @@ impl KilosortSettings {
         self.nt0min.unwrap_or(20 * self.nt / 61)
     }
 
-    /// The settings of the template centres ([`template_centres`](crate::centres::template_centres)).
+    /// The settings of the template centres ([`template_centres`](crate::detection::centres::template_centres)).
     #[must_use]
     pub fn centres(&self) -> CentreSettings {
         CentreSettings {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use cubecl::client::Client;
 use dspk_core::test_util::for_each_runtime;
 use dspk_core::{RecordingSource, ScaledOnly};
-use dspk_sorter_kilosort::detect::Spikes;
+use dspk_sorter_kilosort::detection::Spikes;
 use dspk_sorter_kilosort::front::{FrontHalf, RunOptions, run_front};
 use dspk_sorter_kilosort::{Error, KilosortSettings, SortProbe};
 use dspk_synapse::groundtruth::{Drift, GroundTruthRecording};
@@ -396,13 +396,13 @@ fn templates_learned_from_the_recording_find_the_spikes() {
 #[test]
 #[ignore]
 fn window_step_timing() {
-    use dspk_sorter_kilosort::centres::{CentreSettings, template_centres};
-    use dspk_sorter_kilosort::detect::UniversalDetector;
-    use dspk_sorter_kilosort::preprocess::{
+    use dspk_sorter_kilosort::detection::centres::{CentreSettings, template_centres};
+    use dspk_sorter_kilosort::detection::UniversalDetector;
+    use dspk_sorter_kilosort::preprocessing::{
         Preprocessing, Whitener, channel_offsets, fit_whitening,
     };
-    use dspk_sorter_kilosort::universal::UniversalTemplates;
-    use dspk_sorter_kilosort::windows::DeviceWindows;
+    use dspk_sorter_kilosort::detection::universal::UniversalTemplates;
+    use dspk_sorter_kilosort::runner::DeviceWindows;
 
     let windows_count = 8u64;
     let rec = Arc::new(sized(384, windows_count * 60_000, 96, Drift::None));

@@ -9,7 +9,7 @@
 use std::path::Path;
 
 use dspk_core::test_util::for_each_runtime;
-use dspk_sorter_kilosort::hdbscan::{
+use dspk_sorter_kilosort::algorithms::hdbscan::{
     HdbscanSettings, hdbscan_labels, hdbscan_labels_device, hdbscan_labels_host,
 };
 

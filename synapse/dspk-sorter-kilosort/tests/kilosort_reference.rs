@@ -11,7 +11,7 @@ use std::sync::Arc;
 use cubecl::client::Client;
 use dspk_core::RecordingSource;
 use dspk_core::test_util::for_each_runtime;
-use dspk_sorter_kilosort::centres::{CentreSettings, template_centres};
+use dspk_sorter_kilosort::detection::centres::{CentreSettings, template_centres};
 use dspk_sorter_kilosort::front::{FrontHalf, RunOptions, run_front};
 use dspk_sorter_kilosort::{KilosortSettings, SortProbe};
 use dspk_synapse::groundtruth::{Drift, GroundTruthConfig, GroundTruthRecording};

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use dspk_io::NpyArray;
-use dspk_sorter_kilosort::phy::{PhyOutput, write_phy_folder};
-use dspk_sorter_kilosort::sorting::{Sorting, UnitLabel};
+use dspk_sorter_kilosort::export::phy::{PhyOutput, write_phy_folder};
+use dspk_sorter_kilosort::export::sorting::{Sorting, UnitLabel};
 use dspk_sorter_kilosort::{Error, KilosortSettings};
 use dspk_synapse::phy::{PhyParams, read_phy};
 

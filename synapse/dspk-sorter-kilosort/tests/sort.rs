@@ -12,7 +12,7 @@ mod common;
 
 use common::{Altered, probe_of, settings, sized};
 use dspk_sorter_kilosort::front::RunOptions;
-use dspk_sorter_kilosort::sort::{Kilosort4, SortOutput};
+use dspk_sorter_kilosort::kilosort4::{Kilosort4, SortOutput};
 use dspk_sorter_kilosort::{KilosortSettings, SortProbe};
 use dspk_synapse::groundtruth::{
     CompareOptions, Drift, GroundTruthConfig, GroundTruthRecording, MatchMode, SpikeTrains,

@@ -1,0 +1,298 @@
+//! Universal-template detection kernels (Kilosort4 §5.2, §5.3). Layouts, with `n` the
+//! window's samples per channel: data `x[c * n + t]`; projections `bt[(c * K + k) * n + t]`;
+//! per-centre maps `amax`, `codes` at `g * n + t`; `codes` hold `combo * 2 + negative`.
+//! Every sum runs over its index in increasing order, so results do not depend on scheduling.
+
+use cubecl::prelude::*;
+
+pub(super) use crate::runner::buffers::{FIRST_BAD, FOUND};
+
+/// Lanes of one warp: consecutive units take consecutive columns, so loads and stores of a
+/// warp are coalesced.
+pub(super) const LANES: usize = 32;
+
+/// `bt[c, k, t] = sum_j x[c, t + j - nt / 2] * wtemp[k, j]`, samples outside the row read as
+/// zero. One unit per channel and `tile` columns `LANES` apart (each weight it loads serves
+/// `tile` columns): unit `(c * chunks + chunk) * LANES + lane` takes the columns
+/// `chunk * tile * LANES + q * LANES + lane`. The unit of a non-finite sample lowers
+/// `counters[FIRST_BAD]` to its index.
+#[cube(launch)]
+pub(super) fn project_templates(
+    x: &[f32],
+    wtemp: &[f32],
+    bt: &mut [f32],
+    counters: &[Atomic<u32>],
+    channels: u32,
+    samples: u32,
+    nt: u32,
+    #[comptime] templates: usize,
+    #[comptime] tile: usize,
+) {
+    let n = usize::cast_from(samples);
+    let span = tile * LANES;
+    let lanes_per_channel = n.div_ceil(span) * LANES;
+    let unit = ABSOLUTE_POS;
+    if unit < usize::cast_from(channels) * lanes_per_channel {
+        let c = unit / lanes_per_channel;
+        let within = unit % lanes_per_channel;
+        let t0 = (within / LANES) * span + within % LANES;
+        let row = c * n;
+        #[unroll]
+        for q in 0..tile {
+            let t = t0 + q * LANES;
+            if t < n {
+                let value = x[row + t];
+                if value.is_nan() || value.is_inf() {
+                    counters[FIRST_BAD].fetch_min(u32::cast_from(row + t));
+                }
+            }
+        }
+        let len = usize::cast_from(nt);
+        let half = len / 2;
+        let mut acc = Array::<f32>::new(tile * templates);
+        #[unroll]
+        for e in 0..tile * templates {
+            acc[e] = 0.0f32;
+        }
+        let mut w = Array::<f32>::new(templates);
+        for j in 0..len {
+            #[unroll]
+            for k in 0..templates {
+                w[k] = wtemp[k * len + j];
+            }
+            #[unroll]
+            for q in 0..tile {
+                // Sample `t0 + q * LANES + j - half`, read as 0 outside `0..n`.
+                let shifted = t0 + q * LANES + j;
+                let inside = shifted >= half && shifted < n + half;
+                let v = select(
+                    inside,
+                    x[row + min(max(shifted, half), n + half - 1) - half],
+                    0.0f32,
+                );
+                #[unroll]
+                for k in 0..templates {
+                    acc[q * templates + k] += v * w[k];
+                }
+            }
+        }
+        #[unroll]
+        for q in 0..tile {
+            let t = t0 + q * LANES;
+            if t < n {
+                #[unroll]
+                for k in 0..templates {
+                    bt[(c * templates + k) * n + t] = acc[q * templates + k];
+                }
+            }
+        }
+    }
+}
+
+/// For each `(g, t)`: `A[s, k] = sum_i weights[s, g, i] * bt[iC[g, i], k, t]`, and
+/// `amax[g, t] = max |A|` over the combos `s * K + k`, `codes[g, t]` the first combo reaching
+/// it (lowest index) times 2, plus 1 when its `A` is negative.
+///
+/// One unit per `(g, t)`, numbered `((group * chunks + chunk) * block + member) * LANES + lane`
+/// for centre `g = group * block + member` and column `t = chunk * LANES + lane`: a cube of
+/// `block * LANES` units covers `block` consecutive centres (ordered by position, so they share
+/// most of their channels) at the same `LANES` columns, and the projections one centre's units
+/// load serve the others from the cache.
+#[cube(launch)]
+pub(super) fn score_centres(
+    bt: &[f32],
+    nearest_channels: &[u32],
+    weights: &[f32],
+    amax: &mut [f32],
+    codes: &mut [u32],
+    centres: u32,
+    samples: u32,
+    #[comptime] nc: usize,
+    #[comptime] templates: usize,
+    #[comptime] sizes: usize,
+    #[comptime] block: usize,
+) {
+    let unit = ABSOLUTE_POS;
+    let n = usize::cast_from(samples);
+    let g_count = usize::cast_from(centres);
+    let chunks = n.div_ceil(LANES);
+    let member = (unit / LANES) % block;
+    let chunk = (unit / (LANES * block)) % chunks;
+    let g = unit / (LANES * block * chunks) * block + member;
+    let t = chunk * LANES + unit % LANES;
+    if g < g_count && t < n {
+        let mut acc = Array::<f32>::new(sizes * templates);
+        #[unroll]
+        for combo in 0..sizes * templates {
+            acc[combo] = 0.0f32;
+        }
+        // Per channel: its weights at every size first, then each template's projection used
+        // for all sizes. Every accumulator still sums over the channels in order.
+        let mut w = Array::<f32>::new(sizes);
+        #[unroll]
+        for i in 0..nc {
+            let c = usize::cast_from(nearest_channels[g * nc + i]);
+            #[unroll]
+            for s in 0..sizes {
+                w[s] = weights[(s * g_count + g) * nc + i];
+            }
+            #[unroll]
+            for k in 0..templates {
+                let b = bt[(c * templates + k) * n + t];
+                #[unroll]
+                for s in 0..sizes {
+                    acc[s * templates + k] += w[s] * b;
+                }
+            }
+        }
+        let mut best = acc[0].abs();
+        let mut code = select(acc[0] < 0.0f32, 1u32, 0u32);
+        #[unroll]
+        for combo in 1..sizes * templates {
+            let a = acc[combo];
+            let magnitude = a.abs();
+            if magnitude > best {
+                best = magnitude;
+                code = u32::cast_from(combo) * 2 + select(a < 0.0f32, 1u32, 0u32);
+            }
+        }
+        amax[g * n + t] = best;
+        codes[g * n + t] = code;
+    }
+}
+
+/// Spikes: each `(g, t)` with `t` in `owned_start..owned_start + owned_len`, `amax[g, t] >
+/// threshold` and no larger `amax[h, t']` among the `nn` centres `h` of `nearest_centres[g]`
+/// and the columns `t'` within `reach` of `t` (and within the row). That is Kilosort's
+/// `Amax == Np`, `Np` being the time max-pool of the neighbour max-pool, which is at least
+/// `amax[g, t]` (`g` is its own first neighbour); the scan stops at the first larger value.
+/// Each spike takes slot `counters[FOUND]++` and writes `g * n + t` there when the slot is
+/// below `capacity`. One unit per centre and owned sample.
+#[cube(launch)]
+pub(super) fn select_spikes(
+    amax: &[f32],
+    nearest_centres: &[u32],
+    counters: &[Atomic<u32>],
+    found: &mut [u32],
+    capacity: u32,
+    centres: u32,
+    samples: u32,
+    nn: u32,
+    owned_start: u32,
+    owned_len: u32,
+    reach: u32,
+    threshold: f32,
+) {
+    let unit = ABSOLUTE_POS;
+    let owned = usize::cast_from(owned_len);
+    if unit < usize::cast_from(centres) * owned {
+        let n = usize::cast_from(samples);
+        let g = unit / owned;
+        let t = usize::cast_from(owned_start) + unit % owned;
+        let index = g * n + t;
+        let a = amax[index];
+        if a > threshold {
+            let reach = usize::cast_from(reach);
+            let first = t - min(t, reach);
+            let last = min(t + reach + 1, n);
+            let nn = usize::cast_from(nn);
+            let mut peak = true;
+            let mut j = 0;
+            while peak && j < nn {
+                let row = usize::cast_from(nearest_centres[g * nn + j]) * n;
+                let mut s = first;
+                while peak && s < last {
+                    peak = amax[row + s] <= a;
+                    s += 1;
+                }
+                j += 1;
+            }
+            if peak {
+                let slot = counters[FOUND].fetch_add(1);
+                if slot < capacity {
+                    found[usize::cast_from(slot)] = u32::cast_from(index);
+                }
+            }
+        }
+    }
+}
+
+/// Per spike `m` (found at `found[m] = g * n + t`) and nearest channel `i` of its centre:
+/// `features[m, i, p] = sum_j x[iC[g, i], t - nt / 2 + j] * wpca[p, j]` (samples outside the
+/// row read as zero). Unit `i = 0` also writes `props[m] = [amax, x, y]` with `x`, `y` the
+/// means of the channels' positions weighted by `relu(sign * bt[iC[g, i], k, t])` (sign and
+/// `k` from the spike's combo), and `spike_codes[m] = codes[g, t]`. One unit per `(m, i)`.
+#[cube(launch)]
+pub(super) fn spike_features(
+    x: &[f32],
+    bt: &[f32],
+    amax: &[f32],
+    codes: &[u32],
+    found: &[u32],
+    nearest_channels: &[u32],
+    wpca: &[f32],
+    positions: &[f32],
+    features: &mut [f32],
+    props: &mut [f32],
+    spike_codes: &mut [u32],
+    spikes: u32,
+    samples: u32,
+    nc: u32,
+    nt: u32,
+    #[comptime] templates: usize,
+    #[comptime] pcs: usize,
+) {
+    let unit = ABSOLUTE_POS;
+    let nc = usize::cast_from(nc);
+    if unit < usize::cast_from(spikes) * nc {
+        let n = usize::cast_from(samples);
+        let m = unit / nc;
+        let i = unit % nc;
+        let index = usize::cast_from(found[m]);
+        let g = index / n;
+        let t = index % n;
+        let c = usize::cast_from(nearest_channels[g * nc + i]);
+
+        let len = usize::cast_from(nt);
+        let half = len / 2;
+        let mut acc = Array::<f32>::new(pcs);
+        #[unroll]
+        for p in 0..pcs {
+            acc[p] = 0.0f32;
+        }
+        let first = half - min(t, half);
+        let last = min(len, n + half - t);
+        let base = c * n + t;
+        for j in first..last {
+            let v = x[base + j - half];
+            #[unroll]
+            for p in 0..pcs {
+                acc[p] += v * wpca[p * len + j];
+            }
+        }
+        #[unroll]
+        for p in 0..pcs {
+            features[unit * pcs + p] = acc[p];
+        }
+
+        if i == 0 {
+            let code = codes[index];
+            let k = usize::cast_from(code / 2) % templates;
+            let sign = select(code % 2 == 1, -1.0f32, 1.0f32);
+            let mut total = 0.0f32;
+            let mut sum_x = 0.0f32;
+            let mut sum_y = 0.0f32;
+            for q in 0..nc {
+                let channel = usize::cast_from(nearest_channels[g * nc + q]);
+                let r = max(sign * bt[(channel * templates + k) * n + t], 0.0f32);
+                total += r;
+                sum_x += r * positions[2 * channel];
+                sum_y += r * positions[2 * channel + 1];
+            }
+            props[3 * m] = amax[index];
+            props[3 * m + 1] = sum_x / total;
+            props[3 * m + 2] = sum_y / total;
+            spike_codes[m] = code;
+        }
+    }
+}
