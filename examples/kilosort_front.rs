@@ -23,8 +23,7 @@ use std::time::Instant;
 
 use dspk::ComputeTarget;
 use dspk::io::{ByteOrder, NpyArray, RawRecording, RawSpec, SampleOrder};
-use dspk::kilosort::front::{RunOptions, run_front};
-use dspk::kilosort::{KilosortSettings, SortProbe};
+use dspk::kilosort::{Kilosort4, KilosortSettings, RunOptions, SortProbe};
 use dspk::synapse::groundtruth::{Drift, GroundTruthConfig, GroundTruthRecording};
 use dspk::{ChannelInfo, RecordingSource, SampleFormat, SampleRate};
 use dspk_examples::finish;
@@ -80,21 +79,16 @@ fn run() -> Result<(), Box<dyn Error>> {
             .progress_chars("=> "),
     );
     let started = Instant::now();
-    let front = run_front(
-        &client,
-        case.source.clone(),
-        &case.probe,
-        &settings,
-        &RunOptions {
+    let front = Kilosort4::new(settings)
+        .with_options(RunOptions {
             target: Some(target),
             ..RunOptions::default()
-        },
-        &mut |p| {
+        })
+        .run_front(&client, case.source.clone(), &case.probe, &mut |p| {
             bar.set_message(p.stage);
             bar.set_length(p.total as u64);
             bar.set_position(p.done as u64);
-        },
-    )?;
+        })?;
     let wall = started.elapsed().as_secs_f64();
     bar.finish_and_clear();
     for stage in &front.stages {

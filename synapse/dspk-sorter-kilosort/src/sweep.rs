@@ -15,7 +15,7 @@ use cubecl::client::Client;
 use dspk_core::{ComputeTarget, RecordingSource};
 
 use crate::preprocessing::{FitKey, PreprocessingFit};
-use crate::front::RunOptions;
+use crate::RunOptions;
 use crate::runner::Progress;
 use crate::export::score::run_score;
 use crate::{Error, Kilosort4, KilosortSettings, Result, SortOutput, SortProbe};

@@ -9,8 +9,7 @@ use cubecl::client::Client;
 use dspk_core::test_util::for_each_runtime;
 use dspk_core::{RecordingSource, ScaledOnly};
 use dspk_sorter_kilosort::detection::Spikes;
-use dspk_sorter_kilosort::front::{FrontHalf, RunOptions, run_front};
-use dspk_sorter_kilosort::{Error, KilosortSettings, SortProbe};
+use dspk_sorter_kilosort::{Error, FrontHalf, Kilosort4, KilosortSettings, RunOptions, SortProbe};
 use dspk_synapse::groundtruth::{Drift, GroundTruthRecording};
 
 mod common;
@@ -33,7 +32,9 @@ fn run(
         window,
         ..RunOptions::default()
     };
-    run_front(client, source, probe, settings, &options, &mut |_| {})
+    Kilosort4::new(settings.clone())
+        .with_options(options)
+        .run_front(client, source, probe, &mut |_| {})
 }
 
 /// Every spike's identity and the bits of its values.
@@ -402,7 +403,7 @@ fn window_step_timing() {
         Preprocessing, Whitener, channel_offsets, fit_whitening,
     };
     use dspk_sorter_kilosort::detection::universal::UniversalTemplates;
-    use dspk_sorter_kilosort::runner::DeviceWindows;
+    use dspk_sorter_kilosort::runner::{DeviceWindows, SortContext};
 
     let windows_count = 8u64;
     let rec = Arc::new(sized(384, windows_count * 60_000, 96, Drift::None));
@@ -422,12 +423,13 @@ fn window_step_timing() {
             60_000,
             81,
             None,
-            pre,
+            Box::new(pre),
             u64::MAX,
         )
         .unwrap();
-        let (white, _, _) =
-            fit_whitening(client, &mut windows, &probe, &settings, &mut |_| {}).unwrap();
+        let mut progress = |_| {};
+        let mut ctx = SortContext::new(client, &probe, &settings, 30_000.0, 1, &mut progress);
+        let (white, _) = fit_whitening(&mut ctx, &mut windows).unwrap();
         let max = windows.max_read_len();
         let mut sparse =
             Whitener::new(client, Whitener::sparse(client, &white).unwrap(), max).unwrap();

@@ -12,8 +12,7 @@ use cubecl::client::Client;
 use dspk_core::RecordingSource;
 use dspk_core::test_util::for_each_runtime;
 use dspk_sorter_kilosort::detection::centres::{CentreSettings, template_centres};
-use dspk_sorter_kilosort::front::{FrontHalf, RunOptions, run_front};
-use dspk_sorter_kilosort::{KilosortSettings, SortProbe};
+use dspk_sorter_kilosort::{FrontHalf, Kilosort4, KilosortSettings, SortProbe};
 use dspk_synapse::groundtruth::{Drift, GroundTruthConfig, GroundTruthRecording};
 
 /// The reference recording: 64 channels, 10 s, 16 units, 20 µm of linear drift, seed 12.
@@ -206,15 +205,9 @@ fn front_for(
     probe: &SortProbe,
     settings: &KilosortSettings,
 ) -> FrontHalf {
-    run_front(
-        client,
-        Arc::new(recording),
-        probe,
-        settings,
-        &RunOptions::default(),
-        &mut |_| {},
-    )
-    .unwrap()
+    Kilosort4::new(settings.clone())
+        .run_front(client, Arc::new(recording), probe, &mut |_| {})
+        .unwrap()
 }
 
 /// Samples from a Kilosort batch edge within which its circular high-pass (which wraps each

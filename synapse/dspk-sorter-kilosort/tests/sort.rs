@@ -11,9 +11,7 @@ use dspk_core::{RecordingSource, ScaledOnly};
 mod common;
 
 use common::{Altered, probe_of, settings, sized};
-use dspk_sorter_kilosort::front::RunOptions;
-use dspk_sorter_kilosort::kilosort4::{Kilosort4, SortOutput};
-use dspk_sorter_kilosort::{KilosortSettings, SortProbe};
+use dspk_sorter_kilosort::{Kilosort4, KilosortSettings, RunOptions, SortOutput, SortProbe};
 use dspk_synapse::groundtruth::{
     CompareOptions, Drift, GroundTruthConfig, GroundTruthRecording, MatchMode, SpikeTrains,
     compare_to_ground_truth,

@@ -19,6 +19,7 @@
 //! of two equally near) is the first reference. A recording without spikes gets all-zero shifts.
 //! Everything else follows the specification.
 
+mod correction;
 mod fingerprint;
 mod interpolate;
 mod register;
@@ -26,9 +27,63 @@ mod smooth;
 
 pub use interpolate::{ShiftInterpolation, compose};
 
+use dspk_ops::linalg::WhiteningMatrix;
+
+use crate::detection::{self, UniversalDetector};
+use crate::runner::{CorrectedWindows, SortContext};
 use crate::{Error, Result};
+use correction::DriftCorrectedWhitening;
 use fingerprint::{DepthBins, fingerprints};
 use register::{Blocks, register};
+
+/// The drift stage (`docs/KILOSORT4.md` §3): with `nblocks > 0`, a detection pass with
+/// `detector` over the whitened recording, the drift estimated from the spikes' depths and
+/// amplitudes (on the host), and `windows` drift-corrected from then on (their whitening,
+/// `whitening`, replaced by whitening and shifting per batch). `None` with `nblocks = 0`.
+///
+/// # Errors
+///
+/// As [`estimate_drift`] and [`ShiftInterpolation::new`]; device and read errors.
+pub fn run(
+    ctx: &mut SortContext,
+    windows: &mut CorrectedWindows,
+    detector: &mut UniversalDetector,
+    whitening: &WhiteningMatrix,
+) -> Result<Option<DriftEstimate>> {
+    let settings = ctx.settings();
+    if settings.nblocks == 0 {
+        return Ok(None);
+    }
+    let found = detection::run(ctx, windows, detector, "drift detection")?;
+    let batch = settings.batch_size;
+    let batches = windows.num_samples().div_ceil(batch) as usize;
+    let estimate = ctx.host("drift registration", |ctx| {
+        let depth: Vec<f64> = found.depth.iter().map(|&d| f64::from(d)).collect();
+        let amplitude: Vec<f64> = found.amplitude.iter().map(|&a| f64::from(a)).collect();
+        let batch_of: Vec<usize> = found.sample.iter().map(|&s| (s / batch) as usize).collect();
+        let channel_y: Vec<f32> = ctx.probe().positions().iter().map(|p| p[1]).collect();
+        estimate_drift(
+            &channel_y,
+            &DriftSpikes {
+                depth: &depth,
+                amplitude: &amplitude,
+                batch: &batch_of,
+            },
+            batches,
+            &settings.drift(),
+        )
+    })?;
+    windows.set_whitening(Box::new(DriftCorrectedWhitening::new(
+        ctx.client(),
+        ctx.probe(),
+        settings.sig_interp,
+        &estimate,
+        whitening,
+        batch,
+        windows.max_read_len(),
+    )?));
+    Ok(Some(estimate))
+}
 
 /// The largest `drift_smoothing` accepted (a kernel of `2 floor(4 sigma + 0.5) + 1` taps).
 const MAX_SMOOTHING: f64 = 1000.0;

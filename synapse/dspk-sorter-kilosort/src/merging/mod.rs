@@ -21,8 +21,11 @@ mod tests;
 
 pub use similarity::{WtW, similarity, similarity_matrix};
 
-use crate::merging::ccg::{acg_refractory, cross_refractory};
+use crate::clustering::Clusters;
+use crate::detection::universal::UniversalTemplates;
 use crate::export::sorting::MatchedSpikes;
+use crate::merging::ccg::{acg_refractory, cross_refractory};
+use crate::runner::SortContext;
 use crate::{Error, KilosortSettings, Result};
 use shift::{shift_matrix, shift_rows};
 use similarity::Bank;
@@ -36,6 +39,54 @@ pub const NEAR_DUPLICATE_SIMILARITY: f32 = 0.9;
 /// The largest relative difference of the Frobenius norms, `|2 (‖k‖ - ‖j‖) / (‖k‖ + ‖j‖)|`, at
 /// which the near-duplicate merge joins two units (§6.9).
 const NEAR_DUPLICATE_NORM_DIFFERENCE: f64 = 0.2;
+
+/// The units after the global merges.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MergedUnits {
+    /// The unit of each spike.
+    pub labels: Vec<u32>,
+    /// `[units, channels, p]` row-major: each unit's mean features (Kilosort's `Wall`).
+    pub features: Vec<f32>,
+    /// What the merges did.
+    pub report: MergeReport,
+}
+
+/// The merging stage on the host (`docs/KILOSORT4.md` §8.2-8.3, recorded in `ctx`): the final
+/// clusters merged by template similarity over time shifts and cross-correlogram
+/// refractoriness ([`merge_units`]); `spikes`' times updated in place.
+///
+/// # Errors
+///
+/// As [`WtW::new`] and [`merge_units`].
+pub fn run(
+    ctx: &mut SortContext,
+    spikes: &mut MatchedSpikes,
+    clusters: Clusters,
+    templates: &UniversalTemplates,
+) -> Result<MergedUnits> {
+    ctx.host("merges", |ctx| {
+        let Clusters {
+            mut labels,
+            mut features,
+            ..
+        } = clusters;
+        let wtw = WtW::new(templates.wpca(), templates.nt())?;
+        let report = merge_units(
+            spikes,
+            &mut labels,
+            &mut features,
+            ctx.probe().len(),
+            &wtw,
+            ctx.sample_rate(),
+            ctx.settings(),
+        )?;
+        Ok(MergedUnits {
+            labels,
+            features,
+            report,
+        })
+    })
+}
 
 /// What the global merges did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,10 +1,11 @@
-//! Preprocessing (`docs/KILOSORT4.md` §2): the chain every pass runs on the device, and
-//! its fit (channel offsets and the local whitening matrix).
+//! The preprocessing chain (`docs/KILOSORT4.md` §2.1-2.2) every pass runs on the device, and the
+//! channel offsets it subtracts.
 //!
 //! Per window, as Kilosort4 does per batch: sign (`invert_sign`), per-channel offset, common
 //! median reference (`do_CAR`, torch's lower median), 300 Hz third-order Butterworth
 //! high-pass, zero-phase; then whitening, which the passes apply themselves
-//! ([`Whitener`]) because drift correction changes the matrix from batch to batch.
+//! ([`Whitener`](super::Whitener)) because drift correction changes the matrix from batch to
+//! batch.
 //!
 //! EMUsort filters the recording first (SpikeInterface: a zero-phase Butterworth band-pass and
 //! a zero-phase notch, `docs/KILOSORT4.md` §10.2); with `bandpass` / `notch_hz` set, those run
@@ -26,19 +27,10 @@ use std::ops::Range;
 use cubecl::client::Client;
 use dspk_core::RecordingSource;
 use dspk_ops::design::{Band, butter, iirnotch};
-use dspk_ops::linalg::{WhiteningMatrix, local_zca};
-use dspk_ops::{
-    ChannelAffine, ChannelMixing, CommonReference, CovarianceAccumulator, DeviceArray,
-    DeviceWindow, Pipeline, Reference, SosFilter, Stage, mix_channels,
-};
+use dspk_ops::{ChannelAffine, CommonReference, Pipeline, Reference, SosFilter, Stage};
 
-use crate::runner::Progress;
-use crate::settings::KilosortSettings;
-use crate::runner::{DeviceWindows, PassReport};
-use crate::{Error, Result, SortProbe};
-
-/// Eigenvalue floor of the local whitening, as Kilosort4 (`1e-6`, whitened-data units²).
-pub const WHITENING_EPS: f64 = 1e-6;
+use crate::runner::WindowChain;
+use crate::{Error, KilosortSettings, Result};
 
 /// The device chain run on every window before whitening.
 #[derive(Debug, Clone, PartialEq)]
@@ -150,6 +142,16 @@ impl Preprocessing {
     }
 }
 
+impl WindowChain for Preprocessing {
+    fn pipeline(&self, client: &Client) -> Result<Pipeline> {
+        Preprocessing::pipeline(self, client)
+    }
+
+    fn settling(&self) -> Result<usize> {
+        Preprocessing::settling(self)
+    }
+}
+
 /// The mean of each of `channels` over `samples` of `source`, times `sign`, read on the host
 /// and summed in `f64`: the offsets of [`Preprocessing`].
 ///
@@ -190,171 +192,4 @@ pub fn channel_offsets(
             Ok((mean * f64::from(sign)) as f32)
         })
         .collect()
-}
-
-/// The batches whose samples enter the whitening covariance: `0, nskip, 2 nskip, ...` below
-/// `batches - 1` (Kilosort4 never uses the last batch), or batch 0 when there is only one (where
-/// Kilosort4 divides by zero; we use it).
-#[must_use]
-pub fn whitening_batches(batches: usize, nskip: usize) -> Vec<usize> {
-    if batches <= 1 {
-        return vec![0; batches];
-    }
-    (0..batches - 1).step_by(nskip.max(1)).collect()
-}
-
-/// The local whitening matrix (`Wrot`, `whitening_range` taps per row): the uncentred covariance
-/// `sum Y Y^T / n` of the preprocessed samples of [`whitening_batches`] (batches of
-/// `settings.batch_size` recording samples, whatever the windows are), then for each channel
-/// the ZCA of its `whitening_range` nearest channels by distance (ties: the lower channel
-/// index) with eigenvalue magnitudes plus [`WHITENING_EPS`] (Kilosort4's SVD form); also each
-/// channel's standard deviation, `sqrt` of the covariance's diagonal. One pass.
-///
-/// # Errors
-///
-/// [`Error::Input`] when the covariance is not finite (NaN or infinite samples); device and
-/// read errors of the pass.
-pub fn fit_whitening(
-    client: &Client,
-    windows: &mut DeviceWindows,
-    probe: &SortProbe,
-    settings: &KilosortSettings,
-    progress: &mut dyn FnMut(Progress),
-) -> Result<(WhiteningMatrix, Vec<f32>, PassReport)> {
-    let batch = settings.batch_size;
-    let batches = windows.num_samples().div_ceil(batch) as usize;
-    let selected = whitening_batches(batches, settings.nskip);
-    let mut covariance = CovarianceAccumulator::new(client, probe.len())?;
-    let report = windows.pass("whitening fit", progress, |window| {
-        for range in selected_ranges(window, &selected, batch) {
-            covariance.add(client, window.array(), range)?;
-        }
-        Ok(())
-    })?;
-    let cov = covariance.finish(client)?;
-    if let Some(i) = cov.iter().position(|v| !v.is_finite()) {
-        return Err(Error::Input {
-            what: "recording",
-            reason: format!(
-                "the whitening covariance of channels {} and {} is {}: the recording holds NaN or infinite samples",
-                i / probe.len(),
-                i % probe.len(),
-                cov[i]
-            ),
-        });
-    }
-    let positions: Vec<(f64, f64)> = probe
-        .positions()
-        .iter()
-        .map(|p| (f64::from(p[0]), f64::from(p[1])))
-        .collect();
-    let white = local_zca(&cov, &positions, settings.whitening_range, WHITENING_EPS)?;
-    let n = probe.len();
-    let std = (0..n)
-        .map(|c| cov[c * n + c].max(0.0).sqrt() as f32)
-        .collect();
-    Ok((white, std, report))
-}
-
-/// The local index ranges of `window`'s owned samples that fall in the `selected` batches of
-/// `batch` recording samples each.
-pub(crate) fn selected_ranges(
-    window: &DeviceWindow,
-    selected: &[usize],
-    batch: u64,
-) -> Vec<Range<usize>> {
-    let owned = window.window().valid();
-    let read_start = window.window().read().start;
-    let first = owned.start / batch;
-    let last = owned.end.div_ceil(batch);
-    (first..last)
-        .filter(|b| selected.binary_search(&(*b as usize)).is_ok())
-        .filter_map(|b| {
-            let start = (b * batch).max(owned.start);
-            let end = ((b + 1) * batch).min(owned.end);
-            (start < end).then(|| (start - read_start) as usize..(end - read_start) as usize)
-        })
-        .collect()
-}
-
-/// Applies a channel mixing (the whitening, or drift correction times whitening) to processed
-/// windows, into a buffer of its own sized for the longest window.
-pub struct Whitener {
-    mixing: ChannelMixing,
-    buffer: DeviceArray,
-    current: Option<DeviceWindow>,
-}
-
-impl Whitener {
-    /// A whitener by `mixing`, for windows of up to `max_samples`.
-    ///
-    /// # Errors
-    ///
-    /// As [`DeviceArray::empty`].
-    pub fn new(client: &Client, mixing: ChannelMixing, max_samples: usize) -> Result<Self> {
-        Ok(Self {
-            buffer: DeviceArray::empty(client, mixing.channels(), max_samples.max(1))?,
-            mixing,
-            current: None,
-        })
-    }
-
-    /// The sparse mixing of a local whitening matrix (its taps per row only).
-    ///
-    /// # Errors
-    ///
-    /// As [`ChannelMixing::from_sparse`].
-    pub fn sparse(client: &Client, white: &WhiteningMatrix) -> Result<ChannelMixing> {
-        let indices: Vec<usize> = white.indices().iter().map(|&i| i as usize).collect();
-        Ok(ChannelMixing::from_sparse(
-            client,
-            &indices,
-            white.weights(),
-            white.n(),
-        )?)
-    }
-
-    /// Mixes by the dense `C x C` row-major `matrix` from now on (drift correction changes it
-    /// per batch): written in place into the dense mixing's buffer, allocated once.
-    ///
-    /// # Errors
-    ///
-    /// As [`ChannelMixing::set_dense`] and [`ChannelMixing::from_dense`].
-    pub fn set_dense(&mut self, client: &Client, matrix: &[f64]) -> Result<()> {
-        if self.mixing.is_dense() {
-            self.mixing.set_dense(client, matrix)?;
-        } else {
-            self.mixing = ChannelMixing::from_dense(client, matrix, self.mixing.channels())?;
-        }
-        Ok(())
-    }
-
-    /// `matrix x window`, lent with the window's ranges (valid until the next call).
-    ///
-    /// # Errors
-    ///
-    /// As [`mix_channels`]; a window longer than the buffer.
-    pub fn whiten(&mut self, client: &Client, window: &DeviceWindow) -> Result<&DeviceWindow> {
-        let array = window.array();
-        let out = self.buffer.front(array.channels(), array.samples())?;
-        mix_channels(client, array, &out, &self.mixing)?;
-        Ok(&*self
-            .current
-            .insert(DeviceWindow::new(out, window.window().clone())?))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn whitening_batches_follow_kilosort4_and_use_a_lone_batch() {
-        assert_eq!(whitening_batches(0, 25), Vec::<usize>::new());
-        assert_eq!(whitening_batches(1, 25), vec![0]);
-        assert_eq!(whitening_batches(2, 25), vec![0]);
-        assert_eq!(whitening_batches(26, 25), vec![0]);
-        assert_eq!(whitening_batches(27, 25), vec![0, 25]);
-        assert_eq!(whitening_batches(10, 3), vec![0, 3, 6]);
-    }
 }

@@ -2,7 +2,7 @@
 //! §10.1.1): channel offsets, the whitening matrix, the channels' noise and, for EMUsort, the
 //! channel delays. A fit depends only on the recording, the probe and the preprocessing
 //! settings, so runs that differ in other settings (a parameter sweep) can share it
-//! ([`RunOptions::fit`](crate::front::RunOptions::fit)).
+//! ([`RunOptions::fit`](crate::RunOptions::fit)).
 
 use dspk_ops::linalg::WhiteningMatrix;
 

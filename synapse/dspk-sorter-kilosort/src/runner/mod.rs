@@ -1,9 +1,14 @@
 //! The runner: the one path every pass of a sort takes through the recording
-//! ([`DeviceWindows`]), the per-stage reports and progress.
+//! ([`DeviceWindows`], and [`CorrectedWindows`] for the stages after preprocessing), the
+//! [`SortContext`] every stage runs in, its reports and progress.
 
 pub(crate) mod buffers;
+mod context;
+mod corrected;
 mod report;
 mod windows;
 
-pub use report::{Progress, StageReport, device_reserved_bytes, peak_host_bytes};
-pub use windows::{DEFAULT_RESIDENT_FRACTION, DeviceWindows, PassReport, resident_budget};
+pub use context::SortContext;
+pub use corrected::{CorrectedWindows, WindowPasses, WindowTransform};
+pub use report::{PassReport, Progress, StageReport, device_reserved_bytes, peak_host_bytes};
+pub use windows::{DEFAULT_RESIDENT_FRACTION, DeviceWindows, WindowChain, resident_budget};

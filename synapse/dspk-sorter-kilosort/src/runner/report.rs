@@ -2,11 +2,11 @@
 //! how far a long pass has come.
 
 use std::fmt;
+use std::time::{Duration, Instant};
 
 use cubecl::client::Client;
 use dspk_core::format_bytes;
 
-use crate::runner::PassReport;
 
 /// How far a pass has come: `done` of `total` windows of `stage`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -17,6 +17,44 @@ pub struct Progress {
     pub done: usize,
     /// Windows in the pass.
     pub total: usize,
+}
+
+/// What one pass over the recording did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PassReport {
+    /// The pass's name (`"whitening fit"`, `"detection"`, ...).
+    pub name: &'static str,
+    /// Windows processed.
+    pub windows: usize,
+    /// Of those, windows served from device memory (residency): nothing read or uploaded.
+    pub resident_windows: usize,
+    /// Bytes read from the host (the recording source) in this pass.
+    pub read_bytes: u64,
+    /// Bytes uploaded to the device in this pass (stored integers, or `f32`).
+    pub uploaded_bytes: u64,
+    /// Wall time from the first read to the device finishing the last window.
+    pub wall: Duration,
+    /// The pass on the device's clock, from its first to its last device operation, as the
+    /// runtime's profiler measures it (CUDA events, GPU timestamps; CUDA's includes the
+    /// device's idle gaps between windows, so it is not busy time); `None` where the runtime
+    /// times on the host only or could not profile (then [`wall`](Self::wall) is the figure).
+    pub device: Option<Duration>,
+}
+
+impl PassReport {
+    /// The report of a host step `name` begun at `started`: no windows, no bytes.
+    #[must_use]
+    pub fn host(name: &'static str, started: Instant) -> Self {
+        Self {
+            name,
+            windows: 0,
+            resident_windows: 0,
+            read_bytes: 0,
+            uploaded_bytes: 0,
+            wall: started.elapsed(),
+            device: None,
+        }
+    }
 }
 
 /// What one stage of the sort took.
@@ -94,8 +132,6 @@ pub fn peak_host_bytes() -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
     use super::*;
 
     #[test]

@@ -2,7 +2,7 @@
 //!
 //! The streaming path of dspk-ops ([`WindowStream`]: a background reader, the source asked once
 //! whether it can return stored integers, stored upload and device unpack if so, scaled `f32`
-//! otherwise, halos) with the sorter's [`Preprocessing`] chain, plus **residency**: when the
+//! otherwise, halos) with a [`WindowChain`] (the sorter's preprocessing), plus **residency**: when the
 //! recording's stored windows fit a device-memory budget, the first pass keeps them on the
 //! device and every later pass reads them from there, so a sort reads the recording from disk
 //! once (Kilosort4 reads it once per pass).
@@ -12,10 +12,9 @@ use std::time::{Duration, Instant};
 
 use cubecl::client::Client;
 use dspk_core::{ChunkSchedule, ComputeTarget, HaloWindow, RecordingSource};
-use dspk_ops::{DeviceWindow, ResidentWindows, StreamOptions, WindowStream};
+use dspk_ops::{DeviceWindow, Pipeline, ResidentWindows, StreamOptions, WindowStream};
 
-use crate::preprocessing::Preprocessing;
-use crate::runner::{Progress, device_reserved_bytes};
+use super::report::{PassReport, Progress, device_reserved_bytes};
 use crate::{Error, Result};
 
 /// Fraction of the device memory the runtime reports that resident windows may use by default
@@ -23,26 +22,22 @@ use crate::{Error, Result};
 /// half, leaving the rest for the passes' scratch (detection's score buffers are the largest).
 pub const DEFAULT_RESIDENT_FRACTION: f64 = 0.5;
 
-/// What one pass over the recording did.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PassReport {
-    /// The pass's name (`"whitening fit"`, `"detection"`, ...).
-    pub name: &'static str,
-    /// Windows processed.
-    pub windows: usize,
-    /// Of those, windows served from device memory (residency): nothing read or uploaded.
-    pub resident_windows: usize,
-    /// Bytes read from the host (the recording source) in this pass.
-    pub read_bytes: u64,
-    /// Bytes uploaded to the device in this pass (stored integers, or `f32`).
-    pub uploaded_bytes: u64,
-    /// Wall time from the first read to the device finishing the last window.
-    pub wall: Duration,
-    /// The pass on the device's clock, from its first to its last device operation, as the
-    /// runtime's profiler measures it (CUDA events, GPU timestamps; CUDA's includes the
-    /// device's idle gaps between windows, so it is not busy time); `None` where the runtime
-    /// times on the host only or could not profile (then [`wall`](Self::wall) is the figure).
-    pub device: Option<Duration>,
+/// The device chain every pass runs on each window as it arrives: the sorter's preprocessing
+/// ([`Preprocessing`](crate::preprocessing::Preprocessing)).
+pub trait WindowChain: Send + Sync {
+    /// A fresh pipeline for one pass.
+    ///
+    /// # Errors
+    ///
+    /// As the stages' constructors.
+    fn pipeline(&self, client: &Client) -> Result<Pipeline>;
+
+    /// Samples of halo the chain needs on each side of the samples it must get right.
+    ///
+    /// # Errors
+    ///
+    /// As the stages' constructors (filter designs).
+    fn settling(&self) -> Result<usize>;
 }
 
 /// The recording as processed device windows, pass after pass (see the module doc).
@@ -50,7 +45,7 @@ pub struct DeviceWindows {
     client: Client,
     source: Arc<dyn RecordingSource>,
     options: StreamOptions,
-    preprocessing: Preprocessing,
+    chain: Box<dyn WindowChain>,
     schedule: ChunkSchedule,
     budget: u64,
     resident: Option<ResidentWindows>,
@@ -59,7 +54,7 @@ pub struct DeviceWindows {
 
 impl DeviceWindows {
     /// Windows of `window` owned samples of `channels` of `source`, with `extra_halo` samples
-    /// on each side beyond the preprocessing filter's settling, processed by `preprocessing`
+    /// on each side beyond the chain's settling, processed by `chain`
     /// on `client`; stored windows stay resident after the first pass when they take at most
     /// `resident_budget` device bytes (0: never).
     ///
@@ -74,7 +69,7 @@ impl DeviceWindows {
         window: u64,
         extra_halo: u64,
         target: Option<ComputeTarget>,
-        preprocessing: Preprocessing,
+        chain: Box<dyn WindowChain>,
         resident_budget: u64,
     ) -> Result<Self> {
         let num_samples = source.info().num_samples;
@@ -84,7 +79,7 @@ impl DeviceWindows {
                 reason: "it holds no samples".to_string(),
             });
         }
-        let settling = preprocessing.settling()? as u64;
+        let settling = chain.settling()? as u64;
         let schedule = ChunkSchedule::symmetric(num_samples, window, settling + extra_halo)?;
         Ok(Self {
             client: client.clone(),
@@ -95,7 +90,7 @@ impl DeviceWindows {
                 channels: Some(channels),
                 target,
             },
-            preprocessing,
+            chain,
             schedule,
             budget: resident_budget,
             resident: None,
@@ -243,7 +238,7 @@ impl DeviceWindows {
             tell(total);
             return Ok(());
         }
-        let pipeline = self.preprocessing.pipeline(&self.client)?;
+        let pipeline = self.chain.pipeline(&self.client)?;
         let mut stream =
             WindowStream::new(&self.client, self.source.clone(), pipeline, &self.options)?;
         let keep = self.passes == 0

@@ -10,7 +10,57 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::clustering::Clusters;
+use crate::detection::universal::UniversalTemplates;
+use crate::merging::{NEAR_DUPLICATE_SIMILARITY, WtW, merge_near_duplicates};
+use crate::runner::SortContext;
 use crate::{Error, Result};
+
+/// The templates matching uses: `[count, p, channels]` row-major.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LearnedTemplates {
+    /// `[count, p, channels]` row-major: each template's PC weights on every channel.
+    pub units: Vec<f32>,
+    /// Number of templates.
+    pub count: usize,
+}
+
+/// The learned-templates stage on the host (`docs/KILOSORT4.md` §6.9, recorded in `ctx`): each
+/// cluster's mean features aligned to the universal shapes (`template_alignment`), then
+/// near-duplicates (similarity at least [`NEAR_DUPLICATE_SIMILARITY`], norms within 20 %)
+/// merged.
+///
+/// # Errors
+///
+/// As [`align_templates`] and [`merge_near_duplicates`].
+pub fn run(
+    ctx: &mut SortContext,
+    clusters: &Clusters,
+    templates: &UniversalTemplates,
+) -> Result<LearnedTemplates> {
+    ctx.host("learned templates", |ctx| {
+        let channels = ctx.probe().len();
+        let p = templates.p();
+        let mut units = clusters.features.clone();
+        align_templates(
+            &mut units,
+            channels,
+            p,
+            templates.wpca(),
+            templates.wtemp(),
+            templates.nt(),
+            ctx.settings().template_alignment,
+        )?;
+        let counts: Vec<u64> = clusters.sizes.iter().map(|&n| n as u64).collect();
+        let wtw = WtW::new(templates.wpca(), templates.nt())?;
+        let merged =
+            merge_near_duplicates(&units, &counts, channels, &wtw, NEAR_DUPLICATE_SIMILARITY)?;
+        Ok(LearnedTemplates {
+            count: merged.counts.len(),
+            units: pcs_outer(&merged.units, channels, p),
+        })
+    })
+}
 
 /// How [`align_templates`] scores a lag from the per-channel correlations with the universal
 /// shapes (setting `template_alignment`).

@@ -18,7 +18,9 @@ mod pca;
 pub use clips::{ClipHarvester, ClipSettings};
 pub use learn::{learn_templates, learn_templates_scaled, scale_clips};
 
-use crate::{Error, Result};
+use crate::algorithms::hdbscan::{HdbscanSettings, hdbscan_labels};
+use crate::runner::{CorrectedWindows, SortContext};
+use crate::{Error, KilosortSettings, Result};
 
 /// `k` temporal templates and `p` principal components, each `nt` samples long with the trough
 /// at `nt0min`, row-major (`wtemp[i * nt + j]` is sample `j` of template `i`).
@@ -101,4 +103,92 @@ impl UniversalTemplates {
     pub fn wpca(&self) -> &[f32] {
         &self.wpca
     }
+}
+
+/// The universal-templates stage (`docs/KILOSORT4.md` §4): with `templates_from_data`, clips
+/// harvested from every `clip_batch_stride`-th batch of the whitened recording (one pass,
+/// recorded in `ctx`) and templates learned from them on the host; else the templates of
+/// `templates_file`. Learned once and used by both detection passes (Kilosort learns them
+/// again after drift correction, from a draw that depends on the drift pass).
+///
+/// # Errors
+///
+/// [`Error::Setting`] for a missing or mismatched templates file or halos too short for the
+/// clips; too few clips to learn from; device and read errors.
+pub fn run(ctx: &mut SortContext, windows: &mut CorrectedWindows) -> Result<UniversalTemplates> {
+    let settings = ctx.settings();
+    let (nt, nt0min) = (settings.nt, settings.trough());
+    if !settings.templates_from_data {
+        let path = settings.templates_file.as_ref().ok_or(Error::Setting {
+            name: "templates_file",
+            reason: "templates_from_data is false but no file is given".to_string(),
+        })?;
+        let file = UniversalTemplates::from_npz(path)?;
+        if file.nt() != nt {
+            return Err(Error::Setting {
+                name: "templates_file",
+                reason: format!(
+                    "{} holds templates of {} samples, nt is {nt}",
+                    path.display(),
+                    file.nt()
+                ),
+            });
+        }
+        return Ok(file);
+    }
+    let client = ctx.client().clone();
+    let clip_settings = ClipSettings {
+        thresholds: settings.th_single_ch.clone(),
+        nt,
+        nt0min,
+        ..ClipSettings::default()
+    };
+    let mut harvester = ClipHarvester::new(&client, ctx.probe().len(), clip_settings)?;
+    windows.check_halo("clip harvest", harvester.halo())?;
+    let (batch, stride) = (settings.batch_size, settings.clip_batch_stride);
+    let harvested =
+        |w: &dspk_core::HaloWindow| ((w.valid().start / batch) as usize).is_multiple_of(stride);
+    ctx.pass_selected(windows, "universal templates", harvested, |w| {
+        if !harvester.is_full() {
+            harvester.harvest(&client, w)?;
+        }
+        Ok(())
+    })?;
+    ctx.host("template learning", |ctx| {
+        learn_universal(ctx.client(), harvester.clips(), ctx.settings())
+    })
+}
+
+/// Universal templates from harvested clips as `settings` say: scaled per clip or globally,
+/// wPCA on all, k-means on all or on those HDBSCAN does not call noise.
+fn learn_universal(
+    client: &cubecl::client::Client,
+    clips: &[f32],
+    settings: &KilosortSettings,
+) -> Result<UniversalTemplates> {
+    let (nt, nt0min) = (settings.nt, settings.trough());
+    let scaled = scale_clips(clips, nt, settings.clip_scaling)?;
+    let n = scaled.len() / nt;
+    let min_size = settings.hdbscan_min_cluster_size;
+    // EMUsort removes outliers only from at least max(20, min_cluster_size) clips.
+    let keep = if settings.remove_spike_outliers && n >= min_size.max(20) {
+        let points: Vec<f32> = scaled.iter().map(|&v| v as f32).collect();
+        let hdbscan = HdbscanSettings {
+            min_cluster_size: min_size,
+            min_samples: None,
+        };
+        let labels = hdbscan_labels(client, &points, nt, &hdbscan)?;
+        Some(labels.iter().map(|&l| l >= 0).collect::<Vec<bool>>())
+    } else {
+        None
+    };
+    learn_templates_scaled(
+        &scaled,
+        keep.as_deref(),
+        nt,
+        nt0min,
+        settings.n_templates,
+        settings.n_pcs,
+        settings.templates_seed,
+    )
 }

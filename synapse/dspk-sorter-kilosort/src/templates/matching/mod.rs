@@ -12,6 +12,56 @@ mod tests;
 
 pub use launch::Matcher;
 
+use super::learned::LearnedTemplates;
+use crate::Result;
+use crate::detection::universal::UniversalTemplates;
+use crate::export::sorting::{LearnedChannels, MatchedSpikes};
+use crate::runner::{CorrectedWindows, SortContext};
+
+/// The matching stage (`docs/KILOSORT4.md` §7): `learned` matched against every corrected
+/// window on the device (one pass, recorded in `ctx` with its spike count); the spikes in time
+/// order and the channels each template's features are on. No templates: no spikes, no pass.
+///
+/// # Errors
+///
+/// As [`Matcher::new`] and [`Matcher::match_window`]; read and device errors.
+pub fn run(
+    ctx: &mut SortContext,
+    windows: &mut CorrectedWindows,
+    learned: &LearnedTemplates,
+    templates: &UniversalTemplates,
+) -> Result<(MatchedSpikes, LearnedChannels)> {
+    let (probe, settings) = (ctx.probe(), ctx.settings());
+    if learned.count == 0 {
+        let nc = settings.nearest_chans.min(probe.len());
+        return Ok((
+            MatchedSpikes::new(nc, templates.p()),
+            LearnedChannels::default(),
+        ));
+    }
+    let client = ctx.client().clone();
+    let mut matcher = Matcher::new(
+        &client,
+        &learned.units,
+        learned.count,
+        templates.wpca(),
+        templates.nt(),
+        templates.nt0min(),
+        probe.positions(),
+        &MatchSettings {
+            th_learned: settings.th_learned,
+            max_peels: settings.max_peels,
+            nearest_chans: settings.nearest_chans,
+        },
+    )?;
+    let mut matched = matcher.new_spikes();
+    let report = ctx.pass(windows, "matching", |w| {
+        matcher.match_window(&client, w, &mut matched)
+    })?;
+    report.spikes = Some(matched.len());
+    Ok((matched, matcher.channels().clone()))
+}
+
 /// Settings of learned-template matching.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct MatchSettings {
