@@ -1,4 +1,6 @@
-//! Algorithms the stages share: HDBSCAN and blocked row distances on the host's cores.
+//! Algorithms the stages share: HDBSCAN, blocked row distances on the host's cores, and the
+//! filter projection detection and matching start each window with.
 
 pub mod hdbscan;
+pub(crate) mod projection;
 pub(crate) mod rows;

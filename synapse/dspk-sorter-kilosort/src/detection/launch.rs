@@ -1,21 +1,17 @@
 //! Host side of universal-template detection: the detector, its device buffers and launches.
 
 use cubecl::CubeElement;
-use cubecl::bytes::Bytes;
 use cubecl::prelude::*;
 use dspk_ops::launch::{CUBE_DIM, cube_count};
 use dspk_ops::{DeviceArray, DeviceLimits, DeviceWindow};
 
 use super::Spikes;
 use super::kernel::{self, LANES};
-use crate::runner::buffers::{alloc, prefix, read_counters, upload};
+use crate::algorithms::projection::Projection;
+use crate::runner::buffers::{alloc, prefix, read_counters, reset_counters, upload};
 use crate::detection::centres::TemplateCentres;
 use crate::detection::universal::UniversalTemplates;
 use crate::{Error, Result};
-
-/// Columns one unit of the projection kernel computes: each template weight it loads serves
-/// this many.
-const PROJECTION_TILE: usize = 8;
 
 /// Consecutive centres one cube of the scoring kernel covers (`CUBE_DIM / LANES`): they share
 /// most of their channels, so the projections one loads serve the others from the cache.
@@ -75,6 +71,9 @@ pub struct UniversalDetector {
     positions: DeviceArray<f32>,
     /// `[FOUND, FIRST_BAD]`.
     counters: DeviceArray<u32>,
+    /// One value the projection is given in place of the copy of the window it does not make
+    /// (a kernel binds every buffer; none may be bound twice).
+    no_copy: DeviceArray<f32>,
     scratch: Scratch,
     slots: Slots,
 }
@@ -194,6 +193,7 @@ impl UniversalDetector {
             weights: upload(client, centres.weights())?,
             positions: upload(client, &positions)?,
             counters: alloc::<u32>(client, 2)?,
+            no_copy: alloc::<f32>(client, 1)?,
             scratch: Scratch {
                 samples: 0,
                 bt: alloc::<f32>(client, 0)?,
@@ -273,7 +273,7 @@ impl UniversalDetector {
             return Ok(());
         }
         self.reserve_samples(client, n)?;
-        self.reset_counters(client);
+        reset_counters(client, &self.counters);
         self.project(client, array);
         self.score(client, n);
         self.select(client, n, &owned);
@@ -292,7 +292,7 @@ impl UniversalDetector {
         }
         if found as usize > self.slots.capacity {
             self.reserve_slots(client, found as usize)?;
-            self.reset_counters(client);
+            reset_counters(client, &self.counters);
             self.select(client, n, &owned);
             [found, _] = read_counters(client, &self.counters)?;
         }
@@ -334,33 +334,20 @@ impl UniversalDetector {
         Ok(())
     }
 
-    /// Zeroes `counters[FOUND]` and sets `counters[FIRST_BAD]` to `u32::MAX` (none).
-    fn reset_counters(&self, client: &Client) {
-        client.write(
-            self.counters.handle(),
-            Bytes::from_elems(vec![0u32, u32::MAX]),
-        );
-    }
-
-    /// Queues `project_templates` on `array` (`n` samples per channel).
+    /// Queues the template projections `bt` of `array` (`n` samples per channel).
     fn project(&self, client: &Client, array: &DeviceArray<f32>) {
-        let n = array.samples();
         // Counts below u32::MAX: `array.len()` is a typed array's length, `bt` was checked by
         // `reserve_samples`.
-        kernel::project_templates::launch(
-            client,
-            cube_count(self.channels * n.div_ceil(PROJECTION_TILE * LANES) * LANES),
-            CubeDim::new_1d(CUBE_DIM),
-            array.arg(array.len()),
-            self.wtemp.arg(self.templates * self.nt),
-            self.scratch.bt.arg(self.channels * self.templates * n),
-            self.counters.arg(2),
-            self.channels as u32,
-            n as u32,
-            self.nt as u32,
-            self.templates,
-            PROJECTION_TILE,
-        );
+        Projection {
+            x: array,
+            weights: &self.wtemp,
+            components: self.templates,
+            nt: self.nt,
+            out: &self.scratch.bt,
+            counters: &self.counters,
+            copy: (&self.no_copy, false),
+        }
+        .launch(client);
     }
 
     /// Queues `score_centres` over windows of `n` samples per channel.
@@ -434,7 +421,7 @@ impl UniversalDetector {
         let n = array.samples();
         let owned = window.owned_local();
         self.reserve_samples(client, n)?;
-        self.reset_counters(client);
+        reset_counters(client, &self.counters);
         cubecl::future::block_on(client.sync())?;
         let mut times = [0.0; 4];
         let mut started = std::time::Instant::now();

@@ -5,6 +5,7 @@ use dspk_core::ChunkSchedule;
 use dspk_core::test_util::{Rng, for_each_runtime};
 use dspk_ops::{DeviceArray, DeviceWindow};
 
+use crate::runner::test_windows::cut_window;
 use super::reference;
 use super::{Spikes, UniversalDetector};
 use crate::Error;
@@ -132,15 +133,7 @@ fn window(
     schedule: &ChunkSchedule,
     index: usize,
 ) -> (DeviceWindow, Vec<f32>) {
-    let total = data.len() / CHANNELS;
-    let halo_window = schedule.window(index).unwrap();
-    let read = halo_window.read();
-    let host: Vec<f32> = (0..CHANNELS)
-        .flat_map(|c| &data[c * total + read.start as usize..c * total + read.end as usize])
-        .copied()
-        .collect();
-    let array = DeviceArray::from_host(client, &host, CHANNELS, halo_window.read_len()).unwrap();
-    (DeviceWindow::new(array, halo_window).unwrap(), host)
+    cut_window(client, data, CHANNELS, schedule, index)
 }
 
 /// Detects every window of `schedule` in turn with one detector.

@@ -2,6 +2,7 @@
 //! detection or matching kernel keeps, and handles on parts of arrays for read-backs and writes.
 
 use cubecl::CubeElement;
+use cubecl::bytes::Bytes;
 use cubecl::client::Client;
 use cubecl::server::Handle;
 use dspk_ops::{DeviceArray, Element};
@@ -22,6 +23,11 @@ pub(crate) fn upload<E: Element>(client: &Client, values: &[E]) -> Result<Device
 /// A new uninitialised array of `values` `E` (at least one word).
 pub(crate) fn alloc<E: Element>(client: &Client, values: usize) -> Result<DeviceArray<E>> {
     Ok(DeviceArray::empty(client, 1, values)?)
+}
+
+/// Zeroes `counters[FOUND]` and sets `counters[FIRST_BAD]` to `u32::MAX` (none).
+pub(crate) fn reset_counters(client: &Client, counters: &DeviceArray<u32>) {
+    client.write(counters.handle(), Bytes::from_elems(vec![0u32, u32::MAX]));
 }
 
 /// Reads `[FOUND, FIRST_BAD]` (waits for the device).

@@ -6,6 +6,8 @@ pub(crate) mod buffers;
 mod context;
 mod corrected;
 mod report;
+#[cfg(test)]
+pub(crate) mod test_windows;
 mod windows;
 
 pub use context::SortContext;

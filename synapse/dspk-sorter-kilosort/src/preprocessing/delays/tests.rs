@@ -1,34 +1,14 @@
 //! Channel delays against their `f64` references, on every compiled runtime.
 
-use cubecl::client::Client;
 use dspk_core::ChunkSchedule;
 use dspk_core::test_util::{Rng, assert_close_f64, for_each_runtime};
-use dspk_ops::{DeviceArray, DeviceWindow};
+
 
 use super::estimate::lag_products;
 use super::reference;
 use super::{ChannelDelays, DelayAligner, DelayEstimator, emusort_max_lag};
 use crate::Error;
-
-/// The window `index` of `schedule` over the `channels x total` recording `data`: its read
-/// range uploaded, and the host copy.
-fn cut(
-    client: &Client,
-    data: &[f32],
-    channels: usize,
-    schedule: &ChunkSchedule,
-    index: usize,
-) -> (DeviceWindow, Vec<f32>) {
-    let total = data.len() / channels;
-    let halo_window = schedule.window(index).unwrap();
-    let read = halo_window.read();
-    let host: Vec<f32> = (0..channels)
-        .flat_map(|c| &data[c * total + read.start as usize..c * total + read.end as usize])
-        .copied()
-        .collect();
-    let array = DeviceArray::from_host(client, &host, channels, halo_window.read_len()).unwrap();
-    (DeviceWindow::new(array, halo_window).unwrap(), host)
-}
+use crate::runner::test_windows::cut_window;
 
 /// `channels x samples` Gaussian noise, channel `c` scaled by `1 + c / 2` and offset by `c`.
 fn noise(channels: usize, samples: usize, seed: u64) -> Vec<f32> {
@@ -85,7 +65,7 @@ fn estimator_matches_reference() {
                 ranges += 1;
             };
             for index in 0..schedule.len() {
-                let (window, host) = cut(client, &data, channels, &schedule, index);
+                let (window, host) = cut_window(client, &data, channels, &schedule, index);
                 estimator.accumulate(client, &window).unwrap();
                 add(reference::correlation(
                     &host,
@@ -156,7 +136,7 @@ fn estimator_does_not_depend_on_units_per_cube() {
                 .unwrap()
                 .with_units(units.0, units.1);
             for index in 0..schedule.len() {
-                let (window, _) = cut(client, &data, channels, &schedule, index);
+                let (window, _) = cut_window(client, &data, channels, &schedule, index);
                 estimator.accumulate(client, &window).unwrap();
             }
             let cc = estimator.correlation();
@@ -212,7 +192,7 @@ fn planted_delays_are_recovered_and_removed() {
         let mut estimator = DelayEstimator::new(client, channels, d).unwrap();
         // Not the last window, as EMUsort: it owns one sample, too few for the lags.
         for index in 0..schedule.len() - 1 {
-            let (window, _) = cut(client, &data, channels, &schedule, index);
+            let (window, _) = cut_window(client, &data, channels, &schedule, index);
             estimator.accumulate(client, &window).unwrap();
         }
         let found = estimator.finish().unwrap();
@@ -234,7 +214,7 @@ fn planted_delays_are_recovered_and_removed() {
         let schedule = ChunkSchedule::symmetric(total as u64, 1500, halo).unwrap();
         let mut again = DelayEstimator::new(client, channels, d).unwrap();
         for index in 0..schedule.len() - 1 {
-            let (window, _) = cut(client, &data, channels, &schedule, index);
+            let (window, _) = cut_window(client, &data, channels, &schedule, index);
             again
                 .accumulate(client, aligner.align(client, &window).unwrap())
                 .unwrap();
@@ -261,7 +241,7 @@ fn aligner_matches_reference_bit_for_bit() {
                     .unwrap()
             );
             for index in 0..schedule.len() {
-                let (window, host) = cut(client, &data, channels, &schedule, index);
+                let (window, host) = cut_window(client, &data, channels, &schedule, index);
                 let out = aligner.align(client, &window).unwrap();
                 assert_eq!(out.window(), window.window());
                 let got = out.array().to_host(client).unwrap();
@@ -289,7 +269,7 @@ fn alignment_does_not_depend_on_window_cuts() {
             let schedule = ChunkSchedule::new(total as u64, window_len, left, right).unwrap();
             let mut owned = vec![0.0f32; channels * total];
             for index in 0..schedule.len() {
-                let (window, _) = cut(client, &data, channels, &schedule, index);
+                let (window, _) = cut_window(client, &data, channels, &schedule, index);
                 let trusted = aligner.trusted_local(window.window(), total as u64);
                 let out = aligner.align(client, &window).unwrap();
                 let got = out.array().to_host(client).unwrap();
@@ -340,7 +320,7 @@ fn estimator_reports_non_finite_samples() {
         ] {
             let mut bad = data.clone();
             bad[channel * total + sample] = value;
-            let (window, _) = cut(client, &bad, channels, &schedule, 1);
+            let (window, _) = cut_window(client, &bad, channels, &schedule, 1);
             let before = estimator.ranges();
             let result = estimator.accumulate(client, &window);
             if caught {
@@ -373,12 +353,12 @@ fn estimator_rejects_bad_input() {
         assert!(reason.contains("no window"), "{reason}");
 
         let schedule = ChunkSchedule::symmetric(total as u64, 150, d as u64).unwrap();
-        let (window, _) = cut(client, &data, channels, &schedule, 0);
+        let (window, _) = cut_window(client, &data, channels, &schedule, 0);
         let reason = input_error("all-zero channel", estimator.accumulate(client, &window));
         assert!(reason.contains("channel 2 is constant"), "{reason}");
 
         let mut other = DelayEstimator::new(client, 5, d).unwrap();
-        let (window, _) = cut(client, &noise(channels, total, 9), channels, &schedule, 0);
+        let (window, _) = cut_window(client, &noise(channels, total, 9), channels, &schedule, 0);
         let reason = input_error("channels", other.accumulate(client, &window));
         assert!(reason.contains("4 channels"), "{reason}");
 
@@ -398,16 +378,16 @@ fn estimator_rejects_bad_input() {
 
         // A halo shorter than the lags is caught at the second window.
         let thin = ChunkSchedule::symmetric(total as u64, 150, d as u64 - 1).unwrap();
-        let (first, _) = cut(client, &noise(channels, total, 9), channels, &thin, 0);
+        let (first, _) = cut_window(client, &noise(channels, total, 9), channels, &thin, 0);
         estimator.accumulate(client, &first).unwrap();
-        let (second, _) = cut(client, &noise(channels, total, 9), channels, &thin, 1);
+        let (second, _) = cut_window(client, &noise(channels, total, 9), channels, &thin, 1);
         let reason = input_error("thin halo", estimator.accumulate(client, &second));
         assert!(reason.contains("halo"), "{reason}");
         assert_eq!(estimator.ranges(), 1);
 
         // A lag longer than the recording.
         let tiny = ChunkSchedule::symmetric(5, 5, 0).unwrap();
-        let (window, _) = cut(client, &noise(channels, 5, 10), channels, &tiny, 0);
+        let (window, _) = cut_window(client, &noise(channels, 5, 10), channels, &tiny, 0);
         let reason = input_error("tiny", estimator.accumulate(client, &window));
         assert!(reason.contains("hold 5"), "{reason}");
     });
@@ -456,7 +436,7 @@ fn aligner_rejects_bad_input() {
         assert!(reason.contains("no channel"), "{reason}");
         let data = noise(3, 50, 11);
         let schedule = ChunkSchedule::symmetric(50, 50, 0).unwrap();
-        let (window, _) = cut(client, &data, 3, &schedule, 0);
+        let (window, _) = cut_window(client, &data, 3, &schedule, 0);
         let mut two = DelayAligner::new(client, &[1, -1], 50).unwrap();
         let reason = input_error("channels", two.align(client, &window));
         assert!(reason.contains("3 channels"), "{reason}");

@@ -8,90 +8,9 @@
 
 use cubecl::prelude::*;
 
-pub(super) use crate::runner::buffers::{FIRST_BAD, FOUND};
+pub(super) use crate::runner::buffers::FOUND;
 /// `slot_of` entry of a channel where the template is zero.
 pub(super) const NO_SLOT: u32 = u32::MAX;
-
-/// Lanes of one warp: consecutive units take consecutive columns.
-pub(super) const LANES: usize = 32;
-
-/// `bp[c, p, t] = sum_j x[c, t + j - nt / 2] * wpca[p, j]` (samples outside the row read as
-/// zero) and `xres = x`. One unit per channel and `tile` columns `LANES` apart: unit
-/// `(c * chunks + chunk) * LANES + lane` takes the columns `chunk * tile * LANES + q * LANES +
-/// lane`. The unit of a non-finite sample lowers `counters[FIRST_BAD]` to its index.
-#[cube(launch)]
-pub(super) fn project_pcs(
-    x: &[f32],
-    wpca: &[f32],
-    bp: &mut [f32],
-    xres: &mut [f32],
-    counters: &[Atomic<u32>],
-    channels: u32,
-    samples: u32,
-    nt: u32,
-    #[comptime] pcs: usize,
-    #[comptime] tile: usize,
-) {
-    let n = usize::cast_from(samples);
-    let span = tile * LANES;
-    let lanes_per_channel = n.div_ceil(span) * LANES;
-    let unit = ABSOLUTE_POS;
-    if unit < usize::cast_from(channels) * lanes_per_channel {
-        let c = unit / lanes_per_channel;
-        let within = unit % lanes_per_channel;
-        let t0 = (within / LANES) * span + within % LANES;
-        let row = c * n;
-        #[unroll]
-        for q in 0..tile {
-            let t = t0 + q * LANES;
-            if t < n {
-                let value = x[row + t];
-                xres[row + t] = value;
-                if value.is_nan() || value.is_inf() {
-                    counters[FIRST_BAD].fetch_min(u32::cast_from(row + t));
-                }
-            }
-        }
-        let len = usize::cast_from(nt);
-        let half = len / 2;
-        let mut acc = Array::<f32>::new(tile * pcs);
-        #[unroll]
-        for e in 0..tile * pcs {
-            acc[e] = 0.0f32;
-        }
-        let mut w = Array::<f32>::new(pcs);
-        for j in 0..len {
-            #[unroll]
-            for p in 0..pcs {
-                w[p] = wpca[p * len + j];
-            }
-            #[unroll]
-            for q in 0..tile {
-                let shifted = t0 + q * LANES + j;
-                let inside = shifted >= half && shifted < n + half;
-                let v = select(
-                    inside,
-                    x[row + min(max(shifted, half), n + half - 1) - half],
-                    0.0f32,
-                );
-                #[unroll]
-                for p in 0..pcs {
-                    acc[q * pcs + p] += v * w[p];
-                }
-            }
-        }
-        #[unroll]
-        for q in 0..tile {
-            let t = t0 + q * LANES;
-            if t < n {
-                #[unroll]
-                for p in 0..pcs {
-                    bp[(c * pcs + p) * n + t] = acc[q * pcs + p];
-                }
-            }
-        }
-    }
-}
 
 /// `b[m, t] = sum_s sum_p slot_weights[m, s, p] * bp[slot_channel[m, s], p, t]`: the score
 /// `sum_{c, p} U[m, p, c] * bp[c, p, t]` over the template's nonzero channels only (padding

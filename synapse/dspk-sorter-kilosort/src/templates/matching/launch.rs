@@ -7,14 +7,12 @@ use dspk_ops::launch::{CUBE_DIM, cube_count};
 use dspk_ops::{DeviceArray, DeviceLimits, DeviceWindow};
 
 use super::MatchSettings;
-use super::kernel::{self, LANES};
+use super::kernel;
 use super::setup::Tables;
-use crate::runner::buffers::{alloc, prefix, range, read_counters, upload};
+use crate::algorithms::projection::Projection;
+use crate::runner::buffers::{alloc, prefix, range, read_counters, reset_counters, upload};
 use crate::export::sorting::{LearnedChannels, MatchedSpikes};
 use crate::{Error, Result};
-
-/// Columns one unit of the projection kernel computes.
-const PROJECTION_TILE: usize = 8;
 
 /// Peak records allocated before the first window (grown when a window has more). Tiny in
 /// tests, so that every test with a few spikes also grows the records between peels.
@@ -262,7 +260,7 @@ impl Matcher {
         }
         let n = array.samples();
         self.reserve_samples(client, n)?;
-        self.reset_counters(client);
+        reset_counters(client, &self.counters);
         self.project(client, array);
         self.score(client, n);
 
@@ -298,7 +296,7 @@ impl Matcher {
             columns.extend_from_slice(&peaks);
             peels.extend(std::iter::repeat_n(peel, found));
             self.subtract(client, n, first, found);
-            self.reset_counters(client);
+            reset_counters(client, &self.counters);
         }
 
         // Owned spikes in (column, peel) order.
@@ -340,34 +338,19 @@ impl Matcher {
         Ok(())
     }
 
-    /// Zeroes `counters[FOUND]` and sets `counters[FIRST_BAD]` to `u32::MAX` (none).
-    fn reset_counters(&self, client: &Client) {
-        client.write(
-            self.counters.handle(),
-            Bytes::from_elems(vec![0u32, u32::MAX]),
-        );
-    }
-
-    /// Queues `project_pcs` on `array` (also copies it into the residual).
+    /// Queues the PC projections `bp` of `array` and its copy into the residual.
     fn project(&self, client: &Client, array: &DeviceArray<f32>) {
-        let n = array.samples();
-        let (channels, pcs) = (self.tables.channels, self.tables.pcs);
         let scratch = &self.scratch;
-        kernel::project_pcs::launch(
-            client,
-            cube_count(channels * n.div_ceil(PROJECTION_TILE * LANES) * LANES),
-            CubeDim::new_1d(CUBE_DIM),
-            array.arg(array.len()),
-            self.device.wpca.arg(pcs * self.tables.nt),
-            scratch.bp.arg(channels * pcs * n),
-            scratch.xres.arg(channels * n),
-            self.counters.arg(2),
-            channels as u32,
-            n as u32,
-            self.tables.nt as u32,
-            pcs,
-            PROJECTION_TILE,
-        );
+        Projection {
+            x: array,
+            weights: &self.device.wpca,
+            components: self.tables.pcs,
+            nt: self.tables.nt,
+            out: &scratch.bp,
+            counters: &self.counters,
+            copy: (&scratch.xres, true),
+        }
+        .launch(client);
     }
 
     /// Queues `template_scores` over windows of `n` samples.

@@ -5,6 +5,7 @@ use dspk_core::ChunkSchedule;
 use dspk_core::test_util::{Rng, for_each_runtime};
 use dspk_ops::{DeviceArray, DeviceWindow};
 
+use crate::runner::test_windows::cut_window;
 use super::reference::{self, Problem};
 use super::{MatchSettings, Matcher};
 use crate::Error;
@@ -138,23 +139,15 @@ fn matcher(client: &Client, settings: &MatchSettings) -> Matcher {
     .unwrap()
 }
 
-/// The window `index` of `schedule` over the `CHANNELS x total` recording `data`: uploaded,
-/// and the host copy.
+/// The window `index` of `schedule` over the `CHANNELS x total` recording `data`: its read
+/// range uploaded, and the host copy.
 fn window(
     client: &Client,
     data: &[f32],
     schedule: &ChunkSchedule,
     index: usize,
 ) -> (DeviceWindow, Vec<f32>) {
-    let total = data.len() / CHANNELS;
-    let halo_window = schedule.window(index).unwrap();
-    let read = halo_window.read();
-    let host: Vec<f32> = (0..CHANNELS)
-        .flat_map(|c| &data[c * total + read.start as usize..c * total + read.end as usize])
-        .copied()
-        .collect();
-    let array = DeviceArray::from_host(client, &host, CHANNELS, halo_window.read_len()).unwrap();
-    (DeviceWindow::new(array, halo_window).unwrap(), host)
+    cut_window(client, data, CHANNELS, schedule, index)
 }
 
 /// Matches every window of `schedule` in turn with one matcher.

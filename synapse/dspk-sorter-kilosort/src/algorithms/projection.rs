@@ -1,0 +1,143 @@
+//! The projection both detection and matching start each window with: every channel's samples
+//! correlated with a few short filters (the universal templates' shapes, or their principal
+//! components), `out[c, k, t] = sum_j x[c, t + j - nt / 2] * weights[k, j]`, on the device.
+
+use cubecl::prelude::*;
+use dspk_ops::DeviceArray;
+use dspk_ops::launch::{CUBE_DIM, cube_count};
+
+use crate::runner::buffers::FIRST_BAD;
+
+/// Lanes of one warp: consecutive units take consecutive columns, so loads and stores of a
+/// warp are coalesced.
+pub(crate) const LANES: usize = 32;
+
+/// Columns one unit of the projection computes: each weight it loads serves this many.
+const TILE: usize = 8;
+
+/// `out[c, k, t] = sum_j x[c, t + j - nt / 2] * weights[k, j]` for the `components` filters of
+/// `nt` taps in `weights` (samples outside the row read as zero), summed over `j` in increasing
+/// order; with `copy_input`, also `copy = x` (matching's residual starts as the window). One unit
+/// per channel and `tile` columns `LANES` apart (each weight it loads serves `tile` columns):
+/// unit `(c * chunks + chunk) * LANES + lane` takes the columns `chunk * tile * LANES + q * LANES
+/// + lane`. The unit of a non-finite sample lowers `counters[FIRST_BAD]` to its index.
+#[cube(launch)]
+#[allow(clippy::too_many_arguments)]
+fn project_rows(
+    x: &[f32],
+    weights: &[f32],
+    out: &mut [f32],
+    copy: &mut [f32],
+    counters: &[Atomic<u32>],
+    channels: u32,
+    samples: u32,
+    nt: u32,
+    #[comptime] components: usize,
+    #[comptime] tile: usize,
+    #[comptime] copy_input: bool,
+) {
+    let n = usize::cast_from(samples);
+    let span = tile * LANES;
+    let lanes_per_channel = n.div_ceil(span) * LANES;
+    let unit = ABSOLUTE_POS;
+    if unit < usize::cast_from(channels) * lanes_per_channel {
+        let c = unit / lanes_per_channel;
+        let within = unit % lanes_per_channel;
+        let t0 = (within / LANES) * span + within % LANES;
+        let row = c * n;
+        #[unroll]
+        for q in 0..tile {
+            let t = t0 + q * LANES;
+            if t < n {
+                let value = x[row + t];
+                if comptime![copy_input] {
+                    copy[row + t] = value;
+                }
+                if value.is_nan() || value.is_inf() {
+                    counters[FIRST_BAD].fetch_min(u32::cast_from(row + t));
+                }
+            }
+        }
+        let len = usize::cast_from(nt);
+        let half = len / 2;
+        let mut acc = Array::<f32>::new(tile * components);
+        #[unroll]
+        for e in 0..tile * components {
+            acc[e] = 0.0f32;
+        }
+        let mut w = Array::<f32>::new(components);
+        for j in 0..len {
+            #[unroll]
+            for k in 0..components {
+                w[k] = weights[k * len + j];
+            }
+            #[unroll]
+            for q in 0..tile {
+                // Sample `t0 + q * LANES + j - half`, read as 0 outside `0..n`.
+                let shifted = t0 + q * LANES + j;
+                let inside = shifted >= half && shifted < n + half;
+                let v = select(
+                    inside,
+                    x[row + min(max(shifted, half), n + half - 1) - half],
+                    0.0f32,
+                );
+                #[unroll]
+                for k in 0..components {
+                    acc[q * components + k] += v * w[k];
+                }
+            }
+        }
+        #[unroll]
+        for q in 0..tile {
+            let t = t0 + q * LANES;
+            if t < n {
+                #[unroll]
+                for k in 0..components {
+                    out[(c * components + k) * n + t] = acc[q * components + k];
+                }
+            }
+        }
+    }
+}
+
+/// Where a projection reads and writes: the window `x` (`channels x samples`), the
+/// `components` filters of `nt` taps (`weights`, `[components, nt]`), the output
+/// (`[channels, components, samples]`), the counters whose `FIRST_BAD` slot learns of a
+/// non-finite sample, and where the window is copied, if anywhere.
+pub(crate) struct Projection<'a> {
+    pub(crate) x: &'a DeviceArray<f32>,
+    pub(crate) weights: &'a DeviceArray<f32>,
+    pub(crate) components: usize,
+    pub(crate) nt: usize,
+    pub(crate) out: &'a DeviceArray<f32>,
+    pub(crate) counters: &'a DeviceArray<u32>,
+    /// `(copy, true)` copies the window there; `(scratch, false)` leaves `scratch` (any array of
+    /// at least one value) untouched.
+    pub(crate) copy: (&'a DeviceArray<f32>, bool),
+}
+
+impl Projection<'_> {
+    /// Queues the projection on `client`. The caller has checked that `out` holds
+    /// `channels * components * samples` values below `u32::MAX`.
+    pub(crate) fn launch(&self, client: &cubecl::client::Client) {
+        let (channels, n) = (self.x.channels(), self.x.samples());
+        let (copy, copy_input) = self.copy;
+        let copy_len = if copy_input { channels * n } else { 1 };
+        project_rows::launch(
+            client,
+            cube_count(channels * n.div_ceil(TILE * LANES) * LANES),
+            CubeDim::new_1d(CUBE_DIM),
+            self.x.arg(self.x.len()),
+            self.weights.arg(self.components * self.nt),
+            self.out.arg(channels * self.components * n),
+            copy.arg(copy_len),
+            self.counters.arg(2),
+            channels as u32,
+            n as u32,
+            self.nt as u32,
+            self.components,
+            TILE,
+            copy_input,
+        );
+    }
+}
