@@ -68,6 +68,7 @@ pub mod preprocessing;
 mod probe;
 pub mod runner;
 mod settings;
+pub mod spikes;
 pub mod sweep;
 pub mod templates;
 

@@ -7,9 +7,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::detection::centres::CentreSettings;
-use crate::drift::DriftSettings;
-use crate::templates::learned::Alignment;
 use crate::{Error, Result};
 
 /// How clips are scaled before the universal templates are learned (setting `clip_scaling`).
@@ -561,6 +558,140 @@ mod one_or_many {
             OneOrMany::Many(many) => many,
         })
     }
+}
+
+/// The largest `drift_smoothing` accepted (a kernel of `2 floor(4 sigma + 0.5) + 1` taps).
+const MAX_SMOOTHING: f64 = 1000.0;
+
+/// Drift-correction settings, named and defaulted as Kilosort4's `parameters.py`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct DriftSettings {
+    /// Kilosort4's `nblocks`: 0 turns drift correction off, 1 estimates one rigid shift per
+    /// batch, `n > 1` estimates `2 n - 1` overlapping blocks along the probe. Default 1.
+    pub nblocks: usize,
+    /// Kilosort4's `binning_depth`: um per depth bin of the fingerprints. Default 5.
+    pub binning_depth: f64,
+    /// Kilosort4's `sig_interp`: um, width of the Gaussian kernel that interpolates channels at
+    /// shifted positions ([`ShiftInterpolation`]). Default 20.
+    pub sig_interp: f64,
+    /// Kilosort4's `drift_smoothing`: standard deviations (shift steps, batches, blocks) of
+    /// the Gaussian smoothing of the per-block registration scores. Default `[0.5, 0.5, 0.5]`.
+    pub drift_smoothing: [f64; 3],
+    /// Kilosort4's `Th_universal`: the universal-template detection threshold, the lowest
+    /// amplitude of the fingerprints' log-amplitude columns. Default 9.
+    #[serde(rename = "Th_universal")]
+    pub th_universal: f64,
+}
+
+impl Default for DriftSettings {
+    fn default() -> Self {
+        Self {
+            nblocks: 1,
+            binning_depth: 5.0,
+            sig_interp: 20.0,
+            drift_smoothing: [0.5; 3],
+            th_universal: 9.0,
+        }
+    }
+}
+
+impl DriftSettings {
+    /// Checks every field but `nblocks` (checked against the probe by [`estimate_drift`]).
+    pub(crate) fn check(&self) -> Result<()> {
+        let positive = |v: f64| v.is_finite() && v > 0.0;
+        let setting = |name, reason: String| Err(Error::Setting { name, reason });
+        if !positive(self.binning_depth) {
+            return setting(
+                "binning_depth",
+                format!("must be finite and positive, got {}", self.binning_depth),
+            );
+        }
+        if !positive(self.sig_interp) {
+            return setting(
+                "sig_interp",
+                format!("must be finite and positive, got {}", self.sig_interp),
+            );
+        }
+        if !self
+            .drift_smoothing
+            .iter()
+            .all(|s| (0.0..=MAX_SMOOTHING).contains(s))
+        {
+            return setting(
+                "drift_smoothing",
+                format!(
+                    "each must lie in [0, {MAX_SMOOTHING}], got {:?}",
+                    self.drift_smoothing
+                ),
+            );
+        }
+        // The amplitude columns span log10(Th_universal)..2: Th_universal < 100.
+        if !(positive(self.th_universal) && self.th_universal < 100.0) {
+            return setting(
+                "Th_universal",
+                format!("must lie in (0, 100), got {}", self.th_universal),
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Settings of the template centres, with Kilosort4's names and defaults.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CentreSettings {
+    /// `dmin`: vertical spacing of the channels in um; centres are `dmin / 2` apart in y.
+    /// `None` picks it from the probe (the median of the gaps between consecutive distinct
+    /// channel y values, 1 when all channels share one y).
+    /// > default: `None`
+    pub dmin: Option<f64>,
+    /// `dminx`: horizontal spacing in um; centres are about `dminx / 2` apart in x.
+    /// > default: 32
+    pub dminx: f64,
+    /// `max_channel_distance`: a centre is kept when its nearest channel is at most this far
+    /// (um, inclusive).
+    /// > default: 32
+    pub max_channel_distance: f64,
+    /// `nearest_chans`: channels per centre (capped at the channel count).
+    /// > default: 10
+    pub nearest_chans: usize,
+    /// `nearest_templates`: centres in each centre's spatial max-pool, itself included (capped at
+    /// the number of centres).
+    /// > default: 100
+    pub nearest_templates: usize,
+    /// `min_template_size`: width in um of the smallest spatial Gaussian; size `s` has width
+    /// `min_template_size * (s + 1)`.
+    /// > default: 10
+    pub min_template_size: f64,
+    /// `template_sizes`: number of spatial Gaussian widths.
+    /// > default: 5
+    pub template_sizes: usize,
+}
+
+impl Default for CentreSettings {
+    fn default() -> Self {
+        Self {
+            dmin: None,
+            dminx: 32.0,
+            max_channel_distance: 32.0,
+            nearest_chans: 10,
+            nearest_templates: 100,
+            min_template_size: 10.0,
+            template_sizes: 5,
+        }
+    }
+}
+
+/// How [`align_templates`] scores a lag from the per-channel correlations with the universal
+/// shapes (setting `template_alignment`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Alignment {
+    /// The largest magnitude over channels and shapes (Kilosort4).
+    #[default]
+    MaxOverChannels,
+    /// Per shape the sum of the magnitudes over channels, the largest over shapes (EMUsort).
+    SumOverChannels,
 }
 
 #[cfg(test)]

@@ -178,7 +178,7 @@ fn cluster_one(
             t.sort_by(f64::total_cmp);
             t
         };
-        crate::merging::ccg::tree_cross_refractory(&train(a), &train(b))
+        crate::algorithms::ccg::tree_cross_refractory(&train(a), &train(b))
     };
     cluster_group(&x, members.len(), d, graph, &mut refractory)
 }

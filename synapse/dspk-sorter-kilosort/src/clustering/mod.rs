@@ -14,7 +14,7 @@ pub use groups::{ClusterInput, Clusters, assign_groups, cluster_spikes};
 use crate::Result;
 use crate::detection::Spikes;
 use crate::detection::centres::TemplateCentres;
-use crate::export::sorting::{LearnedChannels, MatchedSpikes};
+use crate::spikes::{LearnedChannels, MatchedSpikes};
 use crate::runner::SortContext;
 
 /// What a clustering stage clusters.

@@ -9,57 +9,13 @@
 
 use std::cmp::Ordering;
 
+pub use crate::settings::CentreSettings;
 use crate::{Error, Result};
 
 /// Most candidate centres (`|X| x |Y|`) a probe may produce: 2^24, about 10 000 times an
 /// NP1.0 probe's 1532. Guards against absurd geometry or spacings (a 1 m probe with a 0.1 um
 /// `dmin`) that would otherwise allocate without bound.
 const MAX_CANDIDATES: usize = 1 << 24;
-
-/// Settings of the template centres, with Kilosort4's names and defaults.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CentreSettings {
-    /// `dmin`: vertical spacing of the channels in um; centres are `dmin / 2` apart in y.
-    /// `None` picks it from the probe (the median of the gaps between consecutive distinct
-    /// channel y values, 1 when all channels share one y).
-    /// > default: `None`
-    pub dmin: Option<f64>,
-    /// `dminx`: horizontal spacing in um; centres are about `dminx / 2` apart in x.
-    /// > default: 32
-    pub dminx: f64,
-    /// `max_channel_distance`: a centre is kept when its nearest channel is at most this far
-    /// (um, inclusive).
-    /// > default: 32
-    pub max_channel_distance: f64,
-    /// `nearest_chans`: channels per centre (capped at the channel count).
-    /// > default: 10
-    pub nearest_chans: usize,
-    /// `nearest_templates`: centres in each centre's spatial max-pool, itself included (capped at
-    /// the number of centres).
-    /// > default: 100
-    pub nearest_templates: usize,
-    /// `min_template_size`: width in um of the smallest spatial Gaussian; size `s` has width
-    /// `min_template_size * (s + 1)`.
-    /// > default: 10
-    pub min_template_size: f64,
-    /// `template_sizes`: number of spatial Gaussian widths.
-    /// > default: 5
-    pub template_sizes: usize,
-}
-
-impl Default for CentreSettings {
-    fn default() -> Self {
-        Self {
-            dmin: None,
-            dminx: 32.0,
-            max_channel_distance: 32.0,
-            nearest_chans: 10,
-            nearest_templates: 100,
-            min_template_size: 10.0,
-            template_sizes: 5,
-        }
-    }
-}
 
 /// The kept template centres of a probe (Kilosort's `xcup`, `ycup`, `iC`, `iC2` and spatial
 /// weights).

@@ -7,13 +7,12 @@ mod kernel;
 mod launch;
 #[cfg(test)]
 mod reference;
-mod spikes;
 #[cfg(test)]
 mod tests;
 pub mod universal;
 
 pub use launch::UniversalDetector;
-pub use spikes::Spikes;
+pub use crate::spikes::Spikes;
 
 use centres::{TemplateCentres, template_centres};
 use universal::UniversalTemplates;

@@ -31,6 +31,7 @@ use dspk_ops::linalg::WhiteningMatrix;
 
 use crate::detection::{self, UniversalDetector};
 use crate::runner::{CorrectedWindows, SortContext};
+pub use crate::settings::DriftSettings;
 use crate::{Error, Result};
 use correction::DriftCorrectedWhitening;
 use fingerprint::{DepthBins, fingerprints};
@@ -83,83 +84,6 @@ pub fn run(
         windows.max_read_len(),
     )?));
     Ok(Some(estimate))
-}
-
-/// The largest `drift_smoothing` accepted (a kernel of `2 floor(4 sigma + 0.5) + 1` taps).
-const MAX_SMOOTHING: f64 = 1000.0;
-
-/// Drift-correction settings, named and defaulted as Kilosort4's `parameters.py`.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(default)]
-pub struct DriftSettings {
-    /// Kilosort4's `nblocks`: 0 turns drift correction off, 1 estimates one rigid shift per
-    /// batch, `n > 1` estimates `2 n - 1` overlapping blocks along the probe. Default 1.
-    pub nblocks: usize,
-    /// Kilosort4's `binning_depth`: um per depth bin of the fingerprints. Default 5.
-    pub binning_depth: f64,
-    /// Kilosort4's `sig_interp`: um, width of the Gaussian kernel that interpolates channels at
-    /// shifted positions ([`ShiftInterpolation`]). Default 20.
-    pub sig_interp: f64,
-    /// Kilosort4's `drift_smoothing`: standard deviations (shift steps, batches, blocks) of
-    /// the Gaussian smoothing of the per-block registration scores. Default `[0.5, 0.5, 0.5]`.
-    pub drift_smoothing: [f64; 3],
-    /// Kilosort4's `Th_universal`: the universal-template detection threshold, the lowest
-    /// amplitude of the fingerprints' log-amplitude columns. Default 9.
-    #[serde(rename = "Th_universal")]
-    pub th_universal: f64,
-}
-
-impl Default for DriftSettings {
-    fn default() -> Self {
-        Self {
-            nblocks: 1,
-            binning_depth: 5.0,
-            sig_interp: 20.0,
-            drift_smoothing: [0.5; 3],
-            th_universal: 9.0,
-        }
-    }
-}
-
-impl DriftSettings {
-    /// Checks every field but `nblocks` (checked against the probe by [`estimate_drift`]).
-    fn check(&self) -> Result<()> {
-        let positive = |v: f64| v.is_finite() && v > 0.0;
-        let setting = |name, reason: String| Err(Error::Setting { name, reason });
-        if !positive(self.binning_depth) {
-            return setting(
-                "binning_depth",
-                format!("must be finite and positive, got {}", self.binning_depth),
-            );
-        }
-        if !positive(self.sig_interp) {
-            return setting(
-                "sig_interp",
-                format!("must be finite and positive, got {}", self.sig_interp),
-            );
-        }
-        if !self
-            .drift_smoothing
-            .iter()
-            .all(|s| (0.0..=MAX_SMOOTHING).contains(s))
-        {
-            return setting(
-                "drift_smoothing",
-                format!(
-                    "each must lie in [0, {MAX_SMOOTHING}], got {:?}",
-                    self.drift_smoothing
-                ),
-            );
-        }
-        // The amplitude columns span log10(Th_universal)..2: Th_universal < 100.
-        if !(positive(self.th_universal) && self.th_universal < 100.0) {
-            return setting(
-                "Th_universal",
-                format!("must lie in (0, 100), got {}", self.th_universal),
-            );
-        }
-        Ok(())
-    }
 }
 
 /// The detected spikes drift is estimated from (Kilosort4's `st0` columns 1, 2 and 4), one

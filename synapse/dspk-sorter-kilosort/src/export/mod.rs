@@ -17,7 +17,8 @@ use crate::runner::SortContext;
 use postprocess::finish_sorting;
 use quality::{unit_peaks, unit_scores};
 use score::{ScoreSettings, UnitMetrics};
-use sorting::{LearnedChannels, MatchedSpikes, Sorting};
+use crate::spikes::{LearnedChannels, MatchedSpikes};
+use sorting::Sorting;
 
 /// What the export stage starts from: the merged spikes and units.
 #[derive(Debug, Clone, Copy)]

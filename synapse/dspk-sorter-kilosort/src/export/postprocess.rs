@@ -4,9 +4,10 @@
 //!
 //! Host code, one pass over the spikes per step.
 
-use crate::merging::ccg::acg_refractory;
+use crate::algorithms::ccg::acg_refractory;
 use crate::merging::{WtW, check_spikes, similarity_matrix};
-use crate::export::sorting::{LearnedChannels, MatchedSpikes, Sorting, UnitLabel};
+use crate::export::sorting::{Sorting, UnitLabel};
+use crate::spikes::{LearnedChannels, MatchedSpikes};
 use crate::{Error, KilosortSettings, Result};
 
 /// Channels per spike in `pc_features.npy` (capped at the probe's channel count).

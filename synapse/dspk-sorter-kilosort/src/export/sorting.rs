@@ -1,96 +1,5 @@
-//! The data that passes between the back-half stages of a sort: spikes found by learned-template
-//! matching (`docs/KILOSORT4.md` §7), and the finished sorting that the Phy writer and the
-//! summary picture take (§8.4, §9).
-
-/// Spikes found by learned-template matching, one entry per spike in each field, in time order
-/// (ties: batch, peel, position in the peel, so the order is the same run after run).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct MatchedSpikes {
-    /// Trough sample of the spike, counted from the recording's first sample.
-    pub sample: Vec<i64>,
-    /// The learned template that matched it (Kilosort's `st[:, 1]`).
-    pub template: Vec<u32>,
-    /// The score: the projection on the unit-norm template (Kilosort's `th_amp`, `st[:, 2]`).
-    pub score: Vec<f32>,
-    /// The fitted scaling of the template (`B[n, t] / nm[n]`).
-    pub scale: Vec<f32>,
-    /// PC features `[n, nc, p]` row-major: spike `m`'s `q`-th component on the `i`-th channel of
-    /// its template's channel list ([`LearnedChannels::of`]) at `(m * nc + i) * p + q` (Kilosort's
-    /// `tF` after matching: the batch's final residual plus the spike's own fitted template).
-    pub features: Vec<f32>,
-    /// Channels per spike in `features`.
-    pub nc: usize,
-    /// Principal components per channel in `features`.
-    pub p: usize,
-}
-
-impl MatchedSpikes {
-    /// No spikes, `nc` channels and `p` components per spike.
-    #[must_use]
-    pub fn new(nc: usize, p: usize) -> Self {
-        Self {
-            nc,
-            p,
-            ..Self::default()
-        }
-    }
-
-    /// Number of spikes.
-    #[must_use]
-    pub fn len(&self) -> usize {
-        self.sample.len()
-    }
-
-    /// Whether there is no spike.
-    #[must_use]
-    pub fn is_empty(&self) -> bool {
-        self.sample.is_empty()
-    }
-
-    /// The `nc x p` features of spike `m`.
-    #[must_use]
-    pub fn features_of(&self, m: usize) -> &[f32] {
-        let w = self.nc * self.p;
-        &self.features[m * w..(m + 1) * w]
-    }
-
-    /// Host bytes one spike takes across all fields.
-    #[must_use]
-    pub fn bytes_per_spike(&self) -> usize {
-        size_of::<i64>() + size_of::<u32>() + 2 * size_of::<f32>() + self.nc * self.p * 4
-    }
-}
-
-/// The channels each learned template's spikes carry features on: `nc` channels per template,
-/// the `nc` nearest channels to the template's best channel (Kilosort's `iCC[:, iU[n]]`),
-/// nearest first.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct LearnedChannels {
-    /// `[templates, nc]` row-major channel indices (positions in the probe's channel list).
-    pub channels: Vec<u32>,
-    /// Channels per template.
-    pub nc: usize,
-}
-
-impl LearnedChannels {
-    /// The channels of template `n`.
-    #[must_use]
-    pub fn of(&self, n: usize) -> &[u32] {
-        &self.channels[n * self.nc..(n + 1) * self.nc]
-    }
-
-    /// Number of templates.
-    #[must_use]
-    pub fn len(&self) -> usize {
-        self.channels.len().checked_div(self.nc).unwrap_or(0)
-    }
-
-    /// Whether there is no template.
-    #[must_use]
-    pub fn is_empty(&self) -> bool {
-        self.channels.is_empty()
-    }
-}
+//! The finished sorting that the Phy writer and the summary picture take (`docs/KILOSORT4.md`
+//! §8.4, §9).
 
 /// Kilosort's unit label (`cluster_KSLabel.tsv`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -237,11 +146,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_matched_spike_with_ten_channels_of_six_components_takes_260_bytes() {
-        assert_eq!(MatchedSpikes::new(10, 6).bytes_per_spike(), 260);
-    }
-
-    #[test]
     fn trains_gather_each_units_spikes_in_order() {
         let sorting = Sorting {
             spike_times: vec![1, 5, 9, 12],
@@ -250,11 +154,6 @@ mod tests {
             ..Sorting::default()
         };
         assert_eq!(sorting.trains(), vec![vec![5], vec![1, 9, 12]]);
-        let channels = LearnedChannels {
-            channels: vec![0, 1, 2, 3, 4, 5],
-            nc: 3,
-        };
-        assert_eq!((channels.len(), channels.of(1)), (2, &[3u32, 4, 5][..]));
     }
 
     #[test]

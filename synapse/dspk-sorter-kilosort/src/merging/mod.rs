@@ -13,7 +13,6 @@
 //! Host code: the loop is sequential and small (a few hundred units), and the similarity of two
 //! units that share no channel is 0 without arithmetic.
 
-pub mod ccg;
 mod shift;
 mod similarity;
 #[cfg(test)]
@@ -23,8 +22,8 @@ pub use similarity::{WtW, similarity, similarity_matrix};
 
 use crate::clustering::Clusters;
 use crate::detection::universal::UniversalTemplates;
-use crate::export::sorting::MatchedSpikes;
-use crate::merging::ccg::{acg_refractory, cross_refractory};
+use crate::spikes::MatchedSpikes;
+use crate::algorithms::ccg::{acg_refractory, cross_refractory};
 use crate::runner::SortContext;
 use crate::{Error, KilosortSettings, Result};
 use shift::{shift_matrix, shift_rows};

@@ -1,5 +1,5 @@
 use super::*;
-use crate::merging::ccg::tests::{Uniform, poisson};
+use crate::algorithms::ccg::tests::{Uniform, poisson};
 
 const NT: usize = 21;
 const C: usize = 4;

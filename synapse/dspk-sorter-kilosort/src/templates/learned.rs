@@ -8,12 +8,11 @@
 //! template circularly (samples pushed off one end come back at the other). Here each template is
 //! correlated on its own with zeros outside it and shifted with zeros coming in.
 
-use serde::{Deserialize, Serialize};
-
 use crate::clustering::Clusters;
 use crate::detection::universal::UniversalTemplates;
 use crate::merging::{NEAR_DUPLICATE_SIMILARITY, WtW, merge_near_duplicates};
 use crate::runner::SortContext;
+pub use crate::settings::Alignment;
 use crate::{Error, Result};
 
 /// The templates matching uses: `[count, p, channels]` row-major.
@@ -60,18 +59,6 @@ pub fn run(
             units: pcs_outer(&merged.units, channels, p),
         })
     })
-}
-
-/// How [`align_templates`] scores a lag from the per-channel correlations with the universal
-/// shapes (setting `template_alignment`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Alignment {
-    /// The largest magnitude over channels and shapes (Kilosort4).
-    #[default]
-    MaxOverChannels,
-    /// Per shape the sum of the magnitudes over channels, the largest over shapes (EMUsort).
-    SumOverChannels,
 }
 
 /// Aligns templates in place: `units` is `[n, channels, p]` row-major (PC features of each unit

@@ -1,20 +1,12 @@
-//! The clustering's own random numbers: a counter-based generator (the `SplitMix64` finaliser
-//! applied to `key + (counter + 1) * golden gamma`, the sequence `SplitMix64` itself produces) and
+//! The clustering's random numbers: counter-based streams of [`SplitMix64`] (output `counter` of
+//! a generator seeded with the stream's key, itself output `stream` of one seeded with the seed) and
 //! weighted sampling without replacement by exponential keys (Efraimidis-Spirakis).
 //!
 //! Kilosort draws with torch's `multinomial` (Philox on CUDA, Mersenne Twister on the CPU), so no
 //! reimplementation can match its draws (`docs/KILOSORT4.md` §6.4); this one is the same on every
 //! machine, and every draw is a pure function of (seed, stream, counter).
 
-/// `SplitMix64`'s increment (the golden ratio in 64 bits).
-const GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;
-
-/// The `SplitMix64` output function (Stafford's "Mix13").
-fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
+use dspk_core::rng::SplitMix64;
 
 /// One stream of counter-based random numbers.
 #[derive(Debug, Clone, Copy)]
@@ -26,15 +18,13 @@ impl CounterRng {
     /// Stream `stream` of seed `seed`.
     pub(super) fn new(seed: u64, stream: u64) -> Self {
         Self {
-            key: mix(seed.wrapping_add(GAMMA.wrapping_mul(stream.wrapping_add(1)))),
+            key: SplitMix64::at(seed, stream),
         }
     }
 
     /// The 64 random bits of `counter`.
     pub(super) fn bits(self, counter: u64) -> u64 {
-        mix(self
-            .key
-            .wrapping_add(GAMMA.wrapping_mul(counter.wrapping_add(1))))
+        SplitMix64::at(self.key, counter)
     }
 
     /// A uniform number in (0, 1] for `counter` (53 random bits).

@@ -1,5 +1,5 @@
 use super::*;
-use crate::merging::ccg::tests::poisson;
+use crate::algorithms::ccg::tests::poisson;
 
 const FS: f64 = 30_000.0;
 const NT: usize = 5;

@@ -11,7 +11,7 @@ use super::kernel;
 use super::setup::Tables;
 use crate::algorithms::projection::Projection;
 use crate::runner::buffers::{alloc, prefix, range, read_counters, reset_counters, upload};
-use crate::export::sorting::{LearnedChannels, MatchedSpikes};
+use crate::spikes::{LearnedChannels, MatchedSpikes};
 use crate::{Error, Result};
 
 /// Peak records allocated before the first window (grown when a window has more). Tiny in

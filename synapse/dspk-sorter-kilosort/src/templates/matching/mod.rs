@@ -15,7 +15,7 @@ pub use launch::Matcher;
 use super::learned::LearnedTemplates;
 use crate::Result;
 use crate::detection::universal::UniversalTemplates;
-use crate::export::sorting::{LearnedChannels, MatchedSpikes};
+use crate::spikes::{LearnedChannels, MatchedSpikes};
 use crate::runner::{CorrectedWindows, SortContext};
 
 /// The matching stage (`docs/KILOSORT4.md` §7): `learned` matched against every corrected

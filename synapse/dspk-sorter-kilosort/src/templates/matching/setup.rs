@@ -3,7 +3,7 @@
 //! channels features are taken on.
 
 use super::MatchSettings;
-use crate::export::sorting::LearnedChannels;
+use crate::spikes::LearnedChannels;
 use crate::{Error, Result};
 
 /// Everything matching needs about the learned templates, in `f32` for the device (computed

@@ -9,7 +9,7 @@ use crate::runner::test_windows::cut_window;
 use super::reference::{self, Problem};
 use super::{MatchSettings, Matcher};
 use crate::Error;
-use crate::export::sorting::MatchedSpikes;
+use crate::spikes::MatchedSpikes;
 
 const CHANNELS: usize = 13;
 const TEMPLATES: usize = 7;
