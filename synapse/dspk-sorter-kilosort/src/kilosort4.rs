@@ -149,16 +149,30 @@ impl Kilosort4 {
             ..
         } = front;
 
-        let first = clustering::run(&mut ctx, Input::First { spikes: &spikes, centres: &centres })?;
+        let first = clustering::run(
+            &mut ctx,
+            Input::First {
+                spikes: &spikes,
+                centres: &centres,
+            },
+        )?;
         drop(spikes);
         let learned = learned::run(&mut ctx, &first, &templates)?;
         let (mut matched, channels) = matching::run(&mut ctx, &mut windows, &learned, &templates)?;
         let clusters = clustering::run(
             &mut ctx,
-            Input::Final { spikes: &matched, channels: &channels, dmin: centres.dmin() },
+            Input::Final {
+                spikes: &matched,
+                channels: &channels,
+                dmin: centres.dmin(),
+            },
         )?;
         let units = merging::run(&mut ctx, &mut matched, clusters, &templates)?;
-        let merged = Merged { spikes: &matched, units: &units, channels: &channels };
+        let merged = Merged {
+            spikes: &matched,
+            units: &units,
+            channels: &channels,
+        };
         let (sorting, units) = export::run(&mut ctx, merged, &templates, &fit, num_samples)?;
         Ok(SortOutput {
             sorting,
@@ -242,7 +256,14 @@ impl Kilosort4 {
             std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
         });
         let sample_rate = source.info().sample_rate.as_hz();
-        SortContext::new(client, probe, &self.settings, sample_rate, threads, progress)
+        SortContext::new(
+            client,
+            probe,
+            &self.settings,
+            sample_rate,
+            threads,
+            progress,
+        )
     }
 }
 

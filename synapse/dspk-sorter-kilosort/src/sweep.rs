@@ -14,10 +14,10 @@ use std::time::{Duration, Instant};
 use cubecl::client::Client;
 use dspk_core::{ComputeTarget, RecordingSource};
 
-use crate::preprocessing::{FitKey, PreprocessingFit};
 use crate::RunOptions;
-use crate::runner::Progress;
 use crate::export::score::run_score;
+use crate::preprocessing::{FitKey, PreprocessingFit};
+use crate::runner::Progress;
 use crate::{Error, Kilosort4, KilosortSettings, Result, SortOutput, SortProbe};
 
 /// A device a sweep may run on: its client and, for page-locked reads, its target.

@@ -397,12 +397,12 @@ fn templates_learned_from_the_recording_find_the_spikes() {
 #[test]
 #[ignore]
 fn window_step_timing() {
-    use dspk_sorter_kilosort::detection::centres::{CentreSettings, template_centres};
     use dspk_sorter_kilosort::detection::UniversalDetector;
+    use dspk_sorter_kilosort::detection::centres::{CentreSettings, template_centres};
+    use dspk_sorter_kilosort::detection::universal::UniversalTemplates;
     use dspk_sorter_kilosort::preprocessing::{
         Preprocessing, Whitener, channel_offsets, fit_whitening,
     };
-    use dspk_sorter_kilosort::detection::universal::UniversalTemplates;
     use dspk_sorter_kilosort::runner::{DeviceWindows, SortContext};
 
     let windows_count = 8u64;

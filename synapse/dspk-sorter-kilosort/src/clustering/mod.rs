@@ -14,8 +14,8 @@ pub use groups::{ClusterInput, Clusters, assign_groups, cluster_spikes};
 use crate::Result;
 use crate::detection::Spikes;
 use crate::detection::centres::TemplateCentres;
-use crate::spikes::{LearnedChannels, MatchedSpikes};
 use crate::runner::SortContext;
+use crate::spikes::{LearnedChannels, MatchedSpikes};
 
 /// What a clustering stage clusters.
 #[derive(Debug, Clone, Copy)]
@@ -93,5 +93,12 @@ pub fn run(ctx: &mut SortContext, input: Input) -> Result<Clusters> {
 fn cluster(ctx: &SortContext, input: &ClusterInput, dmin: f32) -> Result<Clusters> {
     let probe = ctx.probe();
     let channel_x: Vec<f32> = probe.positions().iter().map(|p| p[0]).collect();
-    cluster_spikes(input, probe.len(), &channel_x, dmin, ctx.settings(), ctx.threads())
+    cluster_spikes(
+        input,
+        probe.len(),
+        &channel_x,
+        dmin,
+        ctx.settings(),
+        ctx.threads(),
+    )
 }

@@ -8,9 +8,9 @@ use dspk_ops::{DeviceArray, DeviceLimits, DeviceWindow};
 use super::Spikes;
 use super::kernel::{self, LANES};
 use crate::algorithms::projection::Projection;
-use crate::runner::buffers::{alloc, prefix, read_counters, reset_counters, upload};
 use crate::detection::centres::TemplateCentres;
 use crate::detection::universal::UniversalTemplates;
+use crate::runner::buffers::{alloc, prefix, read_counters, reset_counters, upload};
 use crate::{Error, Result};
 
 /// Consecutive centres one cube of the scoring kernel covers (`CUBE_DIM / LANES`): they share

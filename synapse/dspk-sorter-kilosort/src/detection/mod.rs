@@ -11,8 +11,8 @@ mod reference;
 mod tests;
 pub mod universal;
 
-pub use launch::UniversalDetector;
 pub use crate::spikes::Spikes;
+pub use launch::UniversalDetector;
 
 use centres::{TemplateCentres, template_centres};
 use universal::UniversalTemplates;

@@ -5,12 +5,12 @@ use dspk_core::ChunkSchedule;
 use dspk_core::test_util::{Rng, for_each_runtime};
 use dspk_ops::{DeviceArray, DeviceWindow};
 
-use crate::runner::test_windows::cut_window;
 use super::reference;
 use super::{Spikes, UniversalDetector};
 use crate::Error;
 use crate::detection::centres::{CentreSettings, TemplateCentres, template_centres};
 use crate::detection::universal::UniversalTemplates;
+use crate::runner::test_windows::cut_window;
 
 const CHANNELS: usize = 13;
 const NT: usize = 41;

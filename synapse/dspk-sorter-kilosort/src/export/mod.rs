@@ -14,10 +14,10 @@ use crate::detection::universal::UniversalTemplates;
 use crate::merging::MergedUnits;
 use crate::preprocessing::PreprocessingFit;
 use crate::runner::SortContext;
+use crate::spikes::{LearnedChannels, MatchedSpikes};
 use postprocess::finish_sorting;
 use quality::{unit_peaks, unit_scores};
 use score::{ScoreSettings, UnitMetrics};
-use crate::spikes::{LearnedChannels, MatchedSpikes};
 use sorting::Sorting;
 
 /// What the export stage starts from: the merged spikes and units.

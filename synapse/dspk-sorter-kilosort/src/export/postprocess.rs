@@ -5,8 +5,8 @@
 //! Host code, one pass over the spikes per step.
 
 use crate::algorithms::ccg::acg_refractory;
-use crate::merging::{WtW, check_spikes, similarity_matrix};
 use crate::export::sorting::{Sorting, UnitLabel};
+use crate::merging::{WtW, check_spikes, similarity_matrix};
 use crate::spikes::{LearnedChannels, MatchedSpikes};
 use crate::{Error, KilosortSettings, Result};
 

@@ -13,10 +13,10 @@
 //!   SpikeInterface's `spike_amplitudes` (the filtered trace at the spike on the best channel):
 //!   both scale with the spike's size, which is what the amplitude cutoff looks at.
 
-use crate::preprocessing::PreprocessingFit;
 use crate::export::phy::inverse_with_ridge;
 use crate::export::score::{ScoreSettings, UnitMetrics, unit_metrics};
 use crate::export::sorting::Sorting;
+use crate::preprocessing::PreprocessingFit;
 use crate::{Error, Result};
 
 /// Where a unit's mean waveform peaks in the preprocessed (unwhitened) data: its template

@@ -20,11 +20,11 @@ mod tests;
 
 pub use similarity::{WtW, similarity, similarity_matrix};
 
+use crate::algorithms::ccg::{acg_refractory, cross_refractory};
 use crate::clustering::Clusters;
 use crate::detection::universal::UniversalTemplates;
-use crate::spikes::MatchedSpikes;
-use crate::algorithms::ccg::{acg_refractory, cross_refractory};
 use crate::runner::SortContext;
+use crate::spikes::MatchedSpikes;
 use crate::{Error, KilosortSettings, Result};
 use shift::{shift_matrix, shift_rows};
 use similarity::Bank;

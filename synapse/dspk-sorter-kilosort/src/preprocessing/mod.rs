@@ -123,7 +123,11 @@ pub fn run(
         max_samples,
     )?;
     let aligner = match &fit.delays {
-        Some(d) => Some(delays::DelayAligner::new(ctx.client(), &d.delays, max_samples)?),
+        Some(d) => Some(delays::DelayAligner::new(
+            ctx.client(),
+            &d.delays,
+            max_samples,
+        )?),
         None => None,
     };
     let windows = CorrectedWindows::new(

@@ -114,7 +114,11 @@ impl<'a> SortContext<'a> {
     /// # Errors
     ///
     /// `body`'s.
-    pub fn host<T>(&mut self, name: &'static str, body: impl FnOnce(&Self) -> Result<T>) -> Result<T> {
+    pub fn host<T>(
+        &mut self,
+        name: &'static str,
+        body: impl FnOnce(&Self) -> Result<T>,
+    ) -> Result<T> {
         let started = Instant::now();
         let out = body(self)?;
         self.record(PassReport::host(name, started));

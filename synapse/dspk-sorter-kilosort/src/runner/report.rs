@@ -7,7 +7,6 @@ use std::time::{Duration, Instant};
 use cubecl::client::Client;
 use dspk_core::format_bytes;
 
-
 /// How far a pass has come: `done` of `total` windows of `stage`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Progress {

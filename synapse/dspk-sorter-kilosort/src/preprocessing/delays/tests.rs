@@ -3,7 +3,6 @@
 use dspk_core::ChunkSchedule;
 use dspk_core::test_util::{Rng, assert_close_f64, for_each_runtime};
 
-
 use super::estimate::lag_products;
 use super::reference;
 use super::{ChannelDelays, DelayAligner, DelayEstimator, emusort_max_lag};

@@ -15,8 +15,8 @@ pub use launch::Matcher;
 use super::learned::LearnedTemplates;
 use crate::Result;
 use crate::detection::universal::UniversalTemplates;
-use crate::spikes::{LearnedChannels, MatchedSpikes};
 use crate::runner::{CorrectedWindows, SortContext};
+use crate::spikes::{LearnedChannels, MatchedSpikes};
 
 /// The matching stage (`docs/KILOSORT4.md` §7): `learned` matched against every corrected
 /// window on the device (one pass, recorded in `ctx` with its spike count); the spikes in time

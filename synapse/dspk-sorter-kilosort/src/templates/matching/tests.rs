@@ -5,10 +5,10 @@ use dspk_core::ChunkSchedule;
 use dspk_core::test_util::{Rng, for_each_runtime};
 use dspk_ops::{DeviceArray, DeviceWindow};
 
-use crate::runner::test_windows::cut_window;
 use super::reference::{self, Problem};
 use super::{MatchSettings, Matcher};
 use crate::Error;
+use crate::runner::test_windows::cut_window;
 use crate::spikes::MatchedSpikes;
 
 const CHANNELS: usize = 13;
