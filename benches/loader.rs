@@ -355,7 +355,7 @@ fn run_loader(
         read_ahead,
     };
     let started = Instant::now();
-    let mut loader = WindowLoader::stored_with(source.clone(), all, schedule, options)?;
+    let mut loader = WindowLoader::<u8>::new(source.clone(), all, schedule, options)?;
     match consumer {
         Consumer::Drop(_) => {
             for window in &mut loader {

@@ -21,8 +21,8 @@ use dspk::cubecl::future::block_on;
 use dspk::ops::{ChannelVector, DeviceArray, PipelineWorkspace, StoredArray, unpack_scaled};
 use dspk::test_util::Rng;
 use dspk::{
-    ChannelInfo, ChunkSchedule, ComputeTarget, LoaderStats, MemoryRecording, ReadRequest,
-    RecordingInfo, RecordingSource, SampleRate, WindowElement, WindowLoader,
+    ChannelInfo, ChunkSchedule, ComputeTarget, LoaderOptions, LoaderStats, MemoryRecording,
+    ReadRequest, RecordingInfo, RecordingSource, SampleRate, WindowElement, WindowLoader,
 };
 use dspk_examples::figures::{
     loader_only_fields, median_ms, stored_over_f32_upload, upload_and_unpack_fields,
@@ -296,10 +296,12 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         0,
     )?;
     let sync_each: &dyn Fn() = &sync;
+    // Buffers prepared for uploads to this device (page-locked on CUDA).
+    let for_device = LoaderOptions::for_target(Some(target));
     for path in ["stored", "f32"] {
         let run = if path == "stored" {
             let loader =
-                WindowLoader::stored_for(source.clone(), all.clone(), sequential, Some(target))?;
+                WindowLoader::<u8>::new(source.clone(), all.clone(), sequential, for_device)?;
             drive(
                 loader,
                 |b, n| workspace.process_stored(b, I16, n).map(drop),
@@ -307,7 +309,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             )?
         } else {
             let loader =
-                WindowLoader::scaled_for(source.clone(), all.clone(), sequential, Some(target))?;
+                WindowLoader::<f32>::new(source.clone(), all.clone(), sequential, for_device)?;
             drive(
                 loader,
                 |b, n| workspace.process_scaled(b, n).map(drop),
@@ -331,7 +333,12 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     // The loader alone: how fast the reader thread delivers windows (the host side's floor).
     let schedule = ChunkSchedule::new(args.windows as u64 * samples as u64, samples as u64, 0, 0)?;
     let t = Instant::now();
-    for window in WindowLoader::stored(source.clone(), all.clone(), schedule)? {
+    for window in WindowLoader::<u8>::new(
+        source.clone(),
+        all.clone(),
+        schedule,
+        LoaderOptions::default(),
+    )? {
         drop(window?);
     }
     let seconds = t.elapsed().as_secs_f64();
@@ -345,7 +352,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         let t = Instant::now();
         let run = if path == "stored" {
             let loader =
-                WindowLoader::stored_for(source.clone(), all.clone(), schedule, Some(target))?;
+                WindowLoader::<u8>::new(source.clone(), all.clone(), schedule, for_device)?;
             drive(
                 loader,
                 |b, n| workspace.process_stored(b, I16, n).map(drop),
@@ -353,7 +360,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             )?
         } else {
             let loader =
-                WindowLoader::scaled_for(source.clone(), all.clone(), schedule, Some(target))?;
+                WindowLoader::<f32>::new(source.clone(), all.clone(), schedule, for_device)?;
             drive(
                 loader,
                 |b, n| workspace.process_scaled(b, n).map(drop),

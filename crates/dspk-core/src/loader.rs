@@ -42,8 +42,11 @@ const DEFAULT_MAX_THREADS: usize = 16;
 /// the default threads, no hints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct LoaderOptions {
-    /// Prepare buffers for uploads to this device (page-locked on CUDA; see
-    /// [`WindowLoader::stored_for`]); `None` for plain memory.
+    /// Prepare buffers for uploads to this device; `None` for plain memory. On CUDA the two
+    /// buffers are page-locked once (after their first fill), so [`LoadedWindow::into_upload`]
+    /// hands the device memory it can copy from directly at bus speed. Elsewhere (or if the
+    /// driver refuses) the buffers are ordinary memory and everything works the same, more
+    /// slowly. [`LoaderStats::buffers_pinned`] says what happened.
     pub target: Option<ComputeTarget>,
     /// Threads reading each window (the loader's reader thread included); `None` takes
     /// [`LOADER_THREADS_ENV`] if set, else [`LoaderOptions::machine_threads`]. Sources that do
@@ -261,7 +264,7 @@ pub struct LoaderStats {
     /// The most window buffers alive at once between the reader and the caller (at most 2).
     pub peak_in_flight: usize,
     /// Window buffers that were page-locked for direct uploads (see
-    /// [`WindowLoader::stored_for`]).
+    /// [`LoaderOptions::target`]).
     pub buffers_pinned: usize,
     /// Time the reader threads spent filling windows (wall time, from the first part of a
     /// window handed out to the last one done).
@@ -294,12 +297,13 @@ pub struct LoaderStats {
 /// buffer back for the reader to refill; the reader waits for that once two windows are out,
 /// so memory is two windows whatever the recording length. The ways to use it:
 ///
-/// - **scaled**: [`WindowLoader::scaled`] gives `f32` values (`stored * gain + offset`);
-/// - **stored**: [`WindowLoader::stored`] gives the stored little-endian bytes, for an upload in
+/// - **scaled**: a `WindowLoader<f32>` ([`WindowLoader::new`]) gives `f32` values
+///   (`stored * gain + offset`);
+/// - **stored**: a `WindowLoader<u8>` gives the stored little-endian bytes, for an upload in
 ///   the most compact form;
 /// - **upload**: either kind, with [`LoadedWindow::into_upload`] handing the buffer itself to a
-///   CubeCL upload, which gives it back once copied (page-locked on CUDA with
-///   [`WindowLoader::stored_for`] / [`WindowLoader::scaled_for`]);
+///   CubeCL upload, which gives it back once copied (page-locked on CUDA when
+///   [`LoaderOptions::target`] says so);
 /// - **owned**: either kind, with [`LoadedWindow::take_data`] moving the buffer out as a `Vec`
 ///   to keep; the reader then allocates a fresh one.
 ///
@@ -315,12 +319,15 @@ pub struct LoaderStats {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use dspk_core::{ChunkSchedule, SampleRate, SyntheticRecording, RecordingSource, WindowLoader};
+/// use dspk_core::{
+///     ChunkSchedule, LoaderOptions, RecordingSource, SampleRate, SyntheticRecording, WindowLoader,
+/// };
 ///
 /// let source = Arc::new(SyntheticRecording::new(4, 10_000, SampleRate::from_hz(30_000)?, 7)?);
 /// let schedule = ChunkSchedule::symmetric(10_000, 3_000, 100)?;
+/// let channels = source.info().all_channels();
 /// let mut total = 0;
-/// for window in WindowLoader::stored(source.clone(), source.info().all_channels(), schedule)? {
+/// for window in WindowLoader::<u8>::new(source, channels, schedule, LoaderOptions::default())? {
 ///     let window = window?;
 ///     total += window.window().valid().end - window.window().valid().start;
 ///     assert_eq!(window.data().len(), 4 * window.window().read_len() * 2);
@@ -342,122 +349,20 @@ pub struct WindowLoader<T: WindowElement> {
     threads: usize,
 }
 
-impl WindowLoader<f32> {
-    /// A loader of scaled `f32` values of `channels` over the windows of `schedule`.
-    ///
-    /// # Errors
-    ///
-    /// A channel out of range, or a schedule longer than the recording.
-    pub fn scaled<S>(source: Arc<S>, channels: Vec<usize>, schedule: ChunkSchedule) -> Result<Self>
-    where
-        S: RecordingSource + ?Sized + 'static,
-    {
-        Self::scaled_with(source, channels, schedule, LoaderOptions::default())
-    }
-
-    /// As [`scaled`](Self::scaled), with buffers prepared for uploads to `target`'s device
-    /// (page-locked on CUDA; see [`WindowLoader::stored_for`]).
-    ///
-    /// # Errors
-    ///
-    /// As [`scaled`](Self::scaled).
-    pub fn scaled_for<S>(
-        source: Arc<S>,
-        channels: Vec<usize>,
-        schedule: ChunkSchedule,
-        target: Option<ComputeTarget>,
-    ) -> Result<Self>
-    where
-        S: RecordingSource + ?Sized + 'static,
-    {
-        Self::scaled_with(
-            source,
-            channels,
-            schedule,
-            LoaderOptions::for_target(target),
-        )
-    }
-
-    /// As [`scaled`](Self::scaled), read as `options` say (device target, threads,
-    /// read-ahead).
-    ///
-    /// # Errors
-    ///
-    /// As [`scaled`](Self::scaled), and [`LoaderOptions::resolved_threads`]'s.
-    pub fn scaled_with<S>(
-        source: Arc<S>,
-        channels: Vec<usize>,
-        schedule: ChunkSchedule,
-        options: LoaderOptions,
-    ) -> Result<Self>
-    where
-        S: RecordingSource + ?Sized + 'static,
-    {
-        Self::start(source, channels, schedule, options)
-    }
-}
-
-impl WindowLoader<u8> {
-    /// A loader of the stored little-endian bytes of `channels` over the windows of `schedule`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Unsupported`] if the source cannot return stored values (checked once, here),
-    /// a channel out of range, or a schedule longer than the recording.
-    pub fn stored<S>(source: Arc<S>, channels: Vec<usize>, schedule: ChunkSchedule) -> Result<Self>
-    where
-        S: RecordingSource + ?Sized + 'static,
-    {
-        Self::stored_with(source, channels, schedule, LoaderOptions::default())
-    }
-
-    /// As [`stored`](Self::stored), with buffers prepared for uploads to `target`'s device:
-    /// on CUDA the two buffers are page-locked once, so [`LoadedWindow::into_upload`] hands
-    /// the device memory it can copy from directly at bus speed. Elsewhere (or if the driver
-    /// refuses) the buffers are ordinary memory and everything works the same, more slowly.
-    /// [`LoaderStats::buffers_pinned`] says what happened.
-    ///
-    /// # Errors
-    ///
-    /// As [`stored`](Self::stored).
-    pub fn stored_for<S>(
-        source: Arc<S>,
-        channels: Vec<usize>,
-        schedule: ChunkSchedule,
-        target: Option<ComputeTarget>,
-    ) -> Result<Self>
-    where
-        S: RecordingSource + ?Sized + 'static,
-    {
-        Self::stored_with(
-            source,
-            channels,
-            schedule,
-            LoaderOptions::for_target(target),
-        )
-    }
-
-    /// As [`stored`](Self::stored), read as `options` say (device target, threads,
-    /// read-ahead).
-    ///
-    /// # Errors
-    ///
-    /// As [`stored`](Self::stored), and [`LoaderOptions::resolved_threads`]'s.
-    pub fn stored_with<S>(
-        source: Arc<S>,
-        channels: Vec<usize>,
-        schedule: ChunkSchedule,
-        options: LoaderOptions,
-    ) -> Result<Self>
-    where
-        S: RecordingSource + ?Sized + 'static,
-    {
-        Self::start(source, channels, schedule, options)
-    }
-}
-
 impl<T: WindowElement> WindowLoader<T> {
-    fn start<S>(
+    /// A loader of `channels` over the windows of `schedule`, read from `source` as `options`
+    /// say. The element type picks what it hands out: `WindowLoader::<f32>` the scaled values
+    /// (`stored * gain + offset`, [`RecordingSource::read`]), `WindowLoader::<u8>` the stored
+    /// little-endian bytes ([`RecordingSource::read_stored`]).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Unsupported`] for `u8` if the source cannot return stored values (checked
+    /// once, here); a channel out of range, or a schedule longer than the recording;
+    /// [`Error::TooLarge`] for a window buffer over the address space;
+    /// [`LoaderOptions::resolved_threads`]'s errors; [`Error::Source`] if the reader thread
+    /// cannot be started.
+    pub fn new<S>(
         source: Arc<S>,
         channels: Vec<usize>,
         schedule: ChunkSchedule,
@@ -679,8 +584,7 @@ impl<T: WindowElement> LoadedWindow<T> {
     /// zero-padded to whole 32-bit words (in place: loader buffers have the room). When the
     /// runtime is done copying it to the device it drops the bytes and the buffer goes back to
     /// the reader thread, which refills it: no allocation per window, and with a loader made
-    /// for CUDA ([`WindowLoader::stored_for`], [`WindowLoader::scaled_for`]) a direct copy
-    /// from page-locked memory.
+    /// for CUDA ([`LoaderOptions::target`]) a direct copy from page-locked memory.
     ///
     /// The buffer stays one of the two in flight until the runtime drops it, so the reader
     /// waits for the device rather than allocating more memory. The runtime must therefore get

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use dspk_core::{
-    ChunkSchedule, Error, ReadRequest, RecordingInfo, RecordingSource, Result, SampleRate,
-    ScaledOnly, SyntheticRecording, WindowLoader,
+    ChunkSchedule, Error, LoaderOptions, ReadRequest, RecordingInfo, RecordingSource, Result,
+    SampleRate, ScaledOnly, SyntheticRecording, WindowLoader,
 };
 
 /// Counts live heap blocks of exactly `WINDOW_BYTES` (the size of one window buffer in the
@@ -105,7 +105,13 @@ fn windows_arrive_in_order_with_the_right_samples() {
     let source = synthetic(5, 100_003);
     let channels = vec![4, 0, 2];
     let schedule = ChunkSchedule::new(100_003, 7_000, 300, 500).unwrap();
-    let loader = WindowLoader::stored(source.clone(), channels.clone(), schedule).unwrap();
+    let loader = WindowLoader::<u8>::new(
+        source.clone(),
+        channels.clone(),
+        schedule,
+        LoaderOptions::default(),
+    )
+    .unwrap();
     assert_eq!(loader.num_windows(), schedule.len());
     let mut expected = schedule.iter();
     for window in loader {
@@ -116,7 +122,13 @@ fn windows_arrive_in_order_with_the_right_samples() {
     assert!(expected.next().is_none(), "windows missing");
 
     // The scaled mode delivers the same windows as f32.
-    let loader = WindowLoader::scaled(source.clone(), channels.clone(), schedule).unwrap();
+    let loader = WindowLoader::<f32>::new(
+        source.clone(),
+        channels.clone(),
+        schedule,
+        LoaderOptions::default(),
+    )
+    .unwrap();
     let mut count = 0;
     for window in loader {
         let window = window.unwrap();
@@ -138,7 +150,13 @@ fn two_window_buffers_circulate_over_a_thousand_windows() {
     let schedule = ChunkSchedule::new(samples, WINDOW_SAMPLES, 0, 0).unwrap();
     assert_eq!(schedule.len(), 1000);
     start_counting();
-    let mut loader = WindowLoader::stored(source.clone(), vec![0, 1, 2], schedule).unwrap();
+    let mut loader = WindowLoader::<u8>::new(
+        source.clone(),
+        vec![0, 1, 2],
+        schedule,
+        LoaderOptions::default(),
+    )
+    .unwrap();
     let mut delivered = 0;
     for window in &mut loader {
         let window = window.unwrap();
@@ -163,7 +181,8 @@ fn a_slow_caller_shows_as_the_reader_waiting_for_buffers() {
     let samples = 8 * WINDOW_SAMPLES;
     let source = synthetic(WINDOW_CHANNELS, samples);
     let schedule = ChunkSchedule::new(samples, WINDOW_SAMPLES, 0, 0).unwrap();
-    let mut loader = WindowLoader::stored(source, vec![0, 1, 2], schedule).unwrap();
+    let mut loader =
+        WindowLoader::<u8>::new(source, vec![0, 1, 2], schedule, LoaderOptions::default()).unwrap();
     let hold = std::time::Duration::from_millis(25);
     for window in &mut loader {
         let window = window.unwrap();
@@ -196,7 +215,13 @@ fn the_owned_mode_hands_over_buffers_and_stays_at_two_in_flight() {
     let source = synthetic(WINDOW_CHANNELS, samples);
     let schedule = ChunkSchedule::new(samples, WINDOW_SAMPLES, 0, 0).unwrap();
     start_counting();
-    let mut loader = WindowLoader::stored(source.clone(), vec![1, 0, 2], schedule).unwrap();
+    let mut loader = WindowLoader::<u8>::new(
+        source.clone(),
+        vec![1, 0, 2],
+        schedule,
+        LoaderOptions::default(),
+    )
+    .unwrap();
     let mut kept = 0usize;
     for window in &mut loader {
         let mut window = window.unwrap();
@@ -252,10 +277,11 @@ fn a_read_error_reaches_the_caller_and_ends_the_iteration() {
         fail_from: 5_500,
     });
     let schedule = ChunkSchedule::new(10_000, 1_000, 0, 0).unwrap();
-    let results: Vec<_> = WindowLoader::scaled(source, vec![0, 1, 2], schedule)
-        .unwrap()
-        .map(|window| window.map(|w| w.window().index()))
-        .collect();
+    let results: Vec<_> =
+        WindowLoader::<f32>::new(source, vec![0, 1, 2], schedule, LoaderOptions::default())
+            .unwrap()
+            .map(|window| window.map(|w| w.window().index()))
+            .collect();
     assert_eq!(
         results.len(),
         6,
@@ -277,7 +303,8 @@ fn holding_both_buffers_and_asking_for_more_is_an_error_not_a_hang() {
     let _guard = serial();
     let source = synthetic(2, 10_000);
     let schedule = ChunkSchedule::new(10_000, 1_000, 0, 0).unwrap();
-    let loader = WindowLoader::scaled(source, vec![0, 1], schedule).unwrap();
+    let loader =
+        WindowLoader::<f32>::new(source, vec![0, 1], schedule, LoaderOptions::default()).unwrap();
     let results: Vec<_> = loader.collect();
     assert_eq!(results.len(), 3);
     assert!(results[0].is_ok() && results[1].is_ok());
@@ -299,7 +326,13 @@ fn stopping_early_leaves_no_thread_behind() {
     }
     assert_eq!(loader_threads(), 0);
     for _ in 0..20 {
-        let mut loader = WindowLoader::scaled(source.clone(), vec![0, 1, 2, 3], schedule).unwrap();
+        let mut loader = WindowLoader::<f32>::new(
+            source.clone(),
+            vec![0, 1, 2, 3],
+            schedule,
+            LoaderOptions::default(),
+        )
+        .unwrap();
         // Hold a window past the loader's end, so the reader is parked waiting for a buffer.
         let held = loader.next().unwrap().unwrap();
         let _second = loader.next().unwrap().unwrap();
@@ -338,19 +371,23 @@ fn the_stored_mode_needs_a_source_with_stored_values() {
         SyntheticRecording::new(2, 100, SampleRate::from_hz(1000).unwrap(), 0).unwrap(),
     ));
     let schedule = ChunkSchedule::new(100, 10, 0, 0).unwrap();
-    let error = WindowLoader::stored(source.clone(), vec![0], schedule)
-        .err()
-        .unwrap();
+    let error =
+        WindowLoader::<u8>::new(source.clone(), vec![0], schedule, LoaderOptions::default())
+            .err()
+            .unwrap();
     assert!(matches!(error, Error::Unsupported { .. }), "{error}");
     // Channels and extent are checked up front, not on the first window.
-    let error = WindowLoader::scaled(source.clone(), vec![2], schedule)
-        .err()
-        .unwrap();
+    let error =
+        WindowLoader::<f32>::new(source.clone(), vec![2], schedule, LoaderOptions::default())
+            .err()
+            .unwrap();
     assert!(
         matches!(error, Error::ChannelOutOfRange { channel: 2, .. }),
         "{error}"
     );
     let long = ChunkSchedule::new(101, 10, 0, 0).unwrap();
-    let error = WindowLoader::scaled(source, vec![0], long).err().unwrap();
+    let error = WindowLoader::<f32>::new(source, vec![0], long, LoaderOptions::default())
+        .err()
+        .unwrap();
     assert!(matches!(error, Error::SamplesPastEnd { .. }), "{error}");
 }

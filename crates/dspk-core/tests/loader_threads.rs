@@ -98,8 +98,8 @@ type Windows = Vec<(usize, Range<u64>, Vec<u8>, Vec<u32>)>;
 fn load(source: &Arc<Declared>, schedule: ChunkSchedule, threads: usize) -> Windows {
     let channels = vec![2, 0, 3, 1];
     let stored =
-        WindowLoader::stored_with(source.clone(), channels.clone(), schedule, options(threads));
-    let scaled = WindowLoader::scaled_with(source.clone(), channels, schedule, options(threads));
+        WindowLoader::<u8>::new(source.clone(), channels.clone(), schedule, options(threads));
+    let scaled = WindowLoader::<f32>::new(source.clone(), channels, schedule, options(threads));
     stored
         .unwrap()
         .zip(scaled.unwrap())
@@ -137,7 +137,7 @@ fn any_cut_and_any_thread_count_give_the_windows_of_one_thread() {
         }
         for threads in 2..=8 {
             let loader =
-                WindowLoader::stored_with(source.clone(), vec![0], schedule, options(threads))
+                WindowLoader::<u8>::new(source.clone(), vec![0], schedule, options(threads))
                     .unwrap();
             let expected = if mode == ConcurrentReads::No {
                 1
@@ -206,14 +206,14 @@ fn sources_with_concurrent_reads_are_read_by_parts_even_on_one_thread() {
         let source = Arc::new(PartsOnly { inner, mode });
         for threads in [1, 3] {
             let channels = vec![3, 1, 2];
-            let stored = WindowLoader::stored_with(
+            let stored = WindowLoader::<u8>::new(
                 source.clone(),
                 channels.clone(),
                 schedule,
                 options(threads),
             )
             .unwrap();
-            let scaled = WindowLoader::scaled_with(
+            let scaled = WindowLoader::<f32>::new(
                 source.clone(),
                 channels.clone(),
                 schedule,
@@ -279,7 +279,7 @@ fn an_error_in_one_part_ends_the_iteration_with_it_and_joins_every_thread() {
         for threads in [1, 2, 4, 7] {
             let source = Declared::new(4, samples, mode, fault);
             let mut loader =
-                WindowLoader::scaled_with(source, vec![0, 1, 2, 3], schedule, options(threads))
+                WindowLoader::<f32>::new(source, vec![0, 1, 2, 3], schedule, options(threads))
                     .unwrap();
             let mut good = Vec::new();
             let error = loop {
@@ -310,7 +310,7 @@ fn a_panic_in_one_part_stops_the_loader_and_joins_every_thread() {
         ConcurrentReads::ByTime { align: 1 },
         Fault::Panic((7_500, 7_600)),
     );
-    let results: Vec<_> = WindowLoader::stored_with(source, vec![0, 1, 2, 3], schedule, options(4))
+    let results: Vec<_> = WindowLoader::<u8>::new(source, vec![0, 1, 2, 3], schedule, options(4))
         .unwrap()
         .map(|window| window.map(|w| w.window().index()))
         .collect();
@@ -343,7 +343,7 @@ fn dropping_the_loader_mid_recording_leaves_no_thread_behind() {
     for round in 0..10 {
         let threads = 2 + round % 4;
         let mut loader =
-            WindowLoader::stored_with(source.clone(), vec![0, 1, 2, 3], schedule, options(threads))
+            WindowLoader::<u8>::new(source.clone(), vec![0, 1, 2, 3], schedule, options(threads))
                 .unwrap();
         let first = loader.next().unwrap().unwrap();
         if round % 2 == 0 {

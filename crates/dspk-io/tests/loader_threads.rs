@@ -113,8 +113,8 @@ fn load(source: &Arc<dyn RecordingSource>, schedule: ChunkSchedule, threads: usi
     };
     let all = source.info().all_channels();
     let channels: Vec<usize> = all.iter().rev().copied().collect(); // not in file order
-    let stored = WindowLoader::stored_with(source.clone(), channels.clone(), schedule, options);
-    let scaled = WindowLoader::scaled_with(source.clone(), channels, schedule, options);
+    let stored = WindowLoader::<u8>::new(source.clone(), channels.clone(), schedule, options);
+    let scaled = WindowLoader::<f32>::new(source.clone(), channels, schedule, options);
     let (stored, scaled) = (stored.unwrap(), scaled.unwrap());
     let expected = if source.concurrent_reads() == ConcurrentReads::No {
         1
@@ -231,7 +231,7 @@ fn wide_interleaved_files_transpose_across_tiles_and_blocks() {
             ..LoaderOptions::default()
         };
         for window in
-            WindowLoader::stored_with(raw.clone(), picked.clone(), schedule, options).unwrap()
+            WindowLoader::<u8>::new(raw.clone(), picked.clone(), schedule, options).unwrap()
         {
             let window = window.unwrap();
             let read = window.window().read();

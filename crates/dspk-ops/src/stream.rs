@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use cubecl::client::Client;
 use dspk_core::{
-    ChunkSchedule, ComputeTarget, HaloWindow, LoadedWindow, LoaderStats, RecordingSource,
-    SampleFormat, WindowLoader,
+    ChunkSchedule, ComputeTarget, HaloWindow, LoadedWindow, LoaderOptions, LoaderStats,
+    RecordingSource, SampleFormat, WindowLoader,
 };
 
 use crate::{DeviceWindow, Pipeline, PipelineWorkspace, Result, StoredArray};
@@ -118,21 +118,22 @@ impl WindowStream {
         let max_samples = usize::try_from(schedule.max_read_len()).unwrap_or(usize::MAX);
         let mut workspace = PipelineWorkspace::new(client, channels.len(), max_samples)?;
         workspace.set_pipeline(pipeline)?;
+        let loader_options = LoaderOptions::for_target(options.target);
         let loader = if source.can_read_stored() {
             let (gains, offsets): (Vec<f64>, Vec<f64>) = channels
                 .iter()
                 .filter_map(|&c| info.channels.get(c))
                 .map(|c| (c.gain, c.offset))
                 .unzip();
-            let loader = WindowLoader::stored_for(source, channels, schedule, options.target)?;
+            let loader = WindowLoader::new(source, channels, schedule, loader_options)?;
             workspace.set_stored_scaling(&gains, &offsets)?;
             Loader::Stored(loader, info.stored_format)
         } else {
-            Loader::Scaled(WindowLoader::scaled_for(
+            Loader::Scaled(WindowLoader::new(
                 source,
                 channels,
                 schedule,
-                options.target,
+                loader_options,
             )?)
         };
         Ok(Self {

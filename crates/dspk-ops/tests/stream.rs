@@ -6,7 +6,8 @@ use std::sync::Arc;
 use cubecl::client::Client;
 use dspk_core::test_util::for_each_runtime;
 use dspk_core::{
-    ChunkSchedule, RecordingSource, SampleRate, ScaledOnly, SyntheticRecording, WindowLoader,
+    ChunkSchedule, LoaderOptions, RecordingSource, SampleRate, ScaledOnly, SyntheticRecording,
+    WindowLoader,
 };
 use dspk_ops::design::{Band, butter};
 use dspk_ops::{
@@ -42,11 +43,14 @@ fn by_hand<S: RecordingSource + 'static>(
         values.into_iter().map(f32::to_bits).collect()
     };
     let mut out = Vec::new();
+    let options = LoaderOptions::default();
     if source.can_read_stored() {
         let gains: Vec<f64> = info.channels.iter().map(|c| c.gain).collect();
         let offsets: Vec<f64> = info.channels.iter().map(|c| c.offset).collect();
         workspace.set_stored_scaling(&gains, &offsets).unwrap();
-        for loaded in WindowLoader::stored(source, info.all_channels(), schedule).unwrap() {
+        for loaded in
+            WindowLoader::<u8>::new(source, info.all_channels(), schedule, options).unwrap()
+        {
             let loaded = loaded.unwrap();
             let window = loaded.window().clone();
             let array = workspace
@@ -55,7 +59,9 @@ fn by_hand<S: RecordingSource + 'static>(
             out.push((window.read(), bits(array)));
         }
     } else {
-        for loaded in WindowLoader::scaled(source, info.all_channels(), schedule).unwrap() {
+        for loaded in
+            WindowLoader::<f32>::new(source, info.all_channels(), schedule, options).unwrap()
+        {
             let loaded = loaded.unwrap();
             let window = loaded.window().clone();
             let array = workspace

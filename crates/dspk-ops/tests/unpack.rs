@@ -387,7 +387,9 @@ fn requests_over_the_limits_are_refused() {
 fn loader_upload_buffers_go_straight_to_the_device_and_come_back() {
     use std::sync::Arc;
 
-    use dspk_core::{ChunkSchedule, RecordingSource, SampleRate, SyntheticRecording, WindowLoader};
+    use dspk_core::{
+        ChunkSchedule, LoaderOptions, RecordingSource, SampleRate, SyntheticRecording, WindowLoader,
+    };
 
     for_each_runtime(|target, client| {
         let (channels, samples) = (5, 20_001u64);
@@ -402,8 +404,9 @@ fn loader_upload_buffers_go_straight_to_the_device_and_come_back() {
         let mut workspace = PipelineWorkspace::new(client, channels, 1_999).unwrap();
         workspace.set_stored_scaling(&gains, &offsets).unwrap();
         let all = source.info().all_channels();
+        let options = LoaderOptions::for_target(Some(target));
         let mut loader =
-            WindowLoader::stored_for(source.clone(), all.clone(), schedule, Some(target)).unwrap();
+            WindowLoader::<u8>::new(source.clone(), all.clone(), schedule, options).unwrap();
         for window in &mut loader {
             let window = window.unwrap();
             let range = window.window().read();
@@ -451,7 +454,7 @@ fn streaming_without_syncs_never_starves_the_loader() {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
 
-    use dspk_core::{ChunkSchedule, SampleRate, SyntheticRecording, WindowLoader};
+    use dspk_core::{ChunkSchedule, LoaderOptions, SampleRate, SyntheticRecording, WindowLoader};
 
     static DONE: AtomicBool = AtomicBool::new(false);
     std::thread::spawn(|| {
@@ -472,8 +475,9 @@ fn streaming_without_syncs_never_starves_the_loader() {
         let mut workspace = PipelineWorkspace::new(client, channels, window as usize).unwrap();
         workspace.set_stored_scaling(&[1.0; 8], &[0.0; 8]).unwrap();
         let all: Vec<usize> = (0..channels).collect();
+        let options = LoaderOptions::for_target(Some(target));
         let mut loader =
-            WindowLoader::stored_for(source.clone(), all.clone(), schedule, Some(target)).unwrap();
+            WindowLoader::<u8>::new(source.clone(), all.clone(), schedule, options).unwrap();
         let mut count = 0;
         for loaded in &mut loader {
             let loaded = loaded.unwrap();

@@ -26,8 +26,8 @@ fn load(source: &Arc<dyn RecordingSource>, threads: usize) -> Vec<(Vec<u8>, Vec<
         read_ahead: true,
         ..LoaderOptions::default()
     };
-    let stored = WindowLoader::stored_with(source.clone(), channels.clone(), schedule, options);
-    let scaled = WindowLoader::scaled_with(source.clone(), channels, schedule, options);
+    let stored = WindowLoader::<u8>::new(source.clone(), channels.clone(), schedule, options);
+    let scaled = WindowLoader::<f32>::new(source.clone(), channels, schedule, options);
     stored
         .unwrap()
         .zip(scaled.unwrap())
