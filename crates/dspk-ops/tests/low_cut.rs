@@ -15,6 +15,7 @@ mod common;
 
 use common::Reference;
 use cubecl::client::Client;
+use dspk_core::rng::SplitMix64;
 use dspk_core::test_util::for_each_runtime;
 use dspk_ops::design::Sos;
 use dspk_ops::{DeviceArray, Initial, MAX_BLOCK_LEN, MAX_BLOCKS, SosFilter};
@@ -27,21 +28,14 @@ const BOUND: f64 = 1e-3;
 /// The sampling rate of the references.
 const FS: f64 = 30000.0;
 
-/// splitmix64 of `n`, as `cases_lowcut.py`.
-fn splitmix(n: u64) -> u64 {
-    let mut z = n.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-/// The test input of `cases_lowcut.signal`, in the same operation order.
+/// The test input of `cases_lowcut.signal`, in the same operation order (the script's
+/// `splitmix(n)` is `SplitMix64::at(n, 0)`).
 fn signal(samples: usize, f_in: f64, f_out: f64) -> Vec<f32> {
     use std::f64::consts::PI;
     (0..samples)
         .map(|i| {
             let n = i as f64;
-            let u = (splitmix(i as u64) >> 11) as f64 * 2f64.powi(-53);
+            let u = (SplitMix64::at(i as u64, 0) >> 11) as f64 * 2f64.powi(-53);
             let x = 500.0
                 + 20.0 * (2.0 * PI * f_in * n / FS).sin()
                 + 20.0 * (2.0 * PI * f_out * n / FS + 1.0).sin()

@@ -1,6 +1,8 @@
 //! One page of a pyramid: its in-page levels folded from the page's samples, and how a page
 //! is written to and checked in a cache file.
 
+use dspk_core::rng::SplitMix64;
+
 use crate::pyramid::layout::PyramidLayout;
 use crate::{Envelope, Error, Result};
 
@@ -140,10 +142,10 @@ pub(crate) fn f32s(bytes: &[u8]) -> impl Iterator<Item = f32> + '_ {
 
 /// A 64-bit checksum of `bytes` seeded with `seed`: words of 8 bytes folded by
 /// rotate-xor-multiply (each step a bijection of the state, so changing any one word always
-/// changes the sum), the length mixed in and the state finished with `SplitMix64`'s mixer. Not
+/// changes the sum), the length mixed in and the state finished with [`SplitMix64::mix`]. Not
 /// cryptographic: it tells damaged or torn data from what was written.
 pub(crate) fn checksum(seed: u64, bytes: &[u8]) -> u64 {
-    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    const K: u64 = SplitMix64::GAMMA;
     let mut h = seed.wrapping_mul(K) ^ (bytes.len() as u64).rotate_left(32) ^ 0x6473_706B_7079_7231;
     let mut words = bytes.chunks_exact(8);
     for w in &mut words {
@@ -154,12 +156,7 @@ pub(crate) fn checksum(seed: u64, bytes: &[u8]) -> u64 {
     let rest = words.remainder();
     tail[..rest.len()].copy_from_slice(rest);
     h = (h.rotate_left(23) ^ u64::from_le_bytes(tail)).wrapping_mul(K);
-    // SplitMix64's finaliser.
-    h ^= h >> 30;
-    h = h.wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    h ^= h >> 27;
-    h = h.wrapping_mul(0x94D0_49BB_1331_11EB);
-    h ^ (h >> 31)
+    SplitMix64::mix(h)
 }
 
 #[cfg(test)]
@@ -177,5 +174,15 @@ mod tests {
             flipped[at] ^= 0x10;
             assert_ne!(sum, checksum(7, &flipped), "byte {at}");
         }
+    }
+
+    #[test]
+    fn checksums_keep_the_values_written_to_existing_cache_files() {
+        // Computed by the checksum of the first cache files: a change here makes every cache
+        // file written before it read as damaged.
+        let bytes: Vec<u8> = (0..203u32).map(|i| (i * 37 % 251) as u8).collect();
+        assert_eq!(checksum(7, &bytes), 0x67FD_B940_F9F1_D8BE);
+        assert_eq!(checksum(0, &bytes[..96]), 0x3B1A_5460_1AA7_1314);
+        assert_eq!(checksum(0, &[]), 0x316F_6EBD_3137_8C4F);
     }
 }
