@@ -19,8 +19,9 @@ const TILE: usize = 8;
 /// `nt` taps in `weights` (samples outside the row read as zero), summed over `j` in increasing
 /// order; with `copy_input`, also `copy = x` (matching's residual starts as the window). One unit
 /// per channel and `tile` columns `LANES` apart (each weight it loads serves `tile` columns):
-/// unit `(c * chunks + chunk) * LANES + lane` takes the columns `chunk * tile * LANES + q * LANES
-/// + lane`. The unit of a non-finite sample lowers `counters[FIRST_BAD]` to its index.
+/// unit `(c * chunks + chunk) * LANES + lane` takes the columns
+/// `chunk * tile * LANES + q * LANES + lane`. The unit of a non-finite sample lowers
+/// `counters[FIRST_BAD]` to its index.
 #[cube(launch)]
 #[allow(clippy::too_many_arguments)]
 fn project_rows(

@@ -132,8 +132,9 @@ impl<'a> SortContext<'a> {
 
     /// Records `pass` as the next stage's report (memory figures read now); returns it.
     pub fn record(&mut self, pass: PassReport) -> &mut StageReport {
+        let index = self.stages.len();
         self.stages.push(StageReport::new(&self.client, pass, None));
-        self.stages.last_mut().expect("a report was just pushed")
+        &mut self.stages[index]
     }
 
     /// Notes that the stage recorded last produced `spikes` spikes.
