@@ -37,37 +37,36 @@ use dspk_cli::report::run_program;
 mod preprocess_figures;
 #[path = "common/rates.rs"]
 mod rates;
+#[path = "common/window.rs"]
+mod window;
 
 use preprocess_figures::{device_chain_fields, stage_fields, streamed_fields};
 use rates::window_bytes;
+use window::WindowFlags;
 
 struct Args {
-    channels: usize,
-    samples: usize,
-    windows: usize,
-    reps: usize,
+    window: WindowFlags,
+    /// `--bandwidth`: the device memory's GB/s, for the floor of each stage.
     bandwidth_gbps: f64,
 }
 
 /// The arguments; `None` for `--help`.
 fn parse_args(mut reader: Reader) -> Result<Option<Args>, String> {
     let mut args = Args {
-        channels: 384,
-        samples: 60_000,
-        windows: 100,
-        reps: 30,
+        window: WindowFlags {
+            channels: 384,
+            samples: 60_000,
+            windows: 100,
+            reps: 30,
+        },
         bandwidth_gbps: 4260.0,
     };
     let run = reader.read_flags(|reader, flag| {
-        let count = |reader: &mut Reader| reader.whole(flag, 1..=1 << 31).map(|n| n as usize);
-        match flag {
-            "--channels" => args.channels = count(reader)?,
-            "--samples" => args.samples = count(reader)?,
-            "--windows" => args.windows = count(reader)?,
-            "--reps" => args.reps = count(reader)?,
-            "--bandwidth" => args.bandwidth_gbps = reader.parsed(flag, "GB/s")?,
-            "--bench" => {} // passed by `cargo bench`
-            _ => return Err(reader.unknown(flag)),
+        if !args.window.read(reader, flag)? {
+            match flag {
+                "--bandwidth" => args.bandwidth_gbps = reader.parsed(flag, "GB/s")?,
+                _ => return Err(reader.unknown(flag)),
+            }
         }
         Ok(())
     })?;
@@ -113,7 +112,7 @@ fn main() -> std::process::ExitCode {
 
 /// Runs the benchmark with the command-line arguments.
 fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
-    let (channels, samples) = (args.channels, args.samples);
+    let (channels, samples) = (args.window.channels, args.window.samples);
     let target = ComputeTarget::from_env()?;
     let client = target.client()?;
     println!(
@@ -122,7 +121,7 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     );
     let source = Arc::new(SyntheticRecording::new(
         channels,
-        (samples * args.windows) as u64,
+        (samples * args.window.windows) as u64,
         SampleRate::from_hz(30_000)?,
         7,
     )?);
@@ -162,7 +161,7 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let white = linalg::local_zca(&cov, &positions(channels), 32, 1e-6)?;
     let mut whitening = Whitening::from_matrix(&client, &white)?;
 
-    let reps = args.reps;
+    let reps = args.window.reps;
     // One pass = one f32 read or write of the window; rates in int16 bytes of the window.
     let (f32_bytes, int16_bytes) = (
         window_bytes(channels, samples, F32),

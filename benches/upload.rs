@@ -31,39 +31,30 @@ use dspk_cli::report::run_program;
 mod rates;
 #[path = "common/upload.rs"]
 mod upload_figures;
+#[path = "common/window.rs"]
+mod window;
 
 use rates::window_bytes;
 use upload_figures::{
     loader_only_fields, median_ms, stored_over_f32_upload, upload_and_unpack_fields,
     upload_pipelined_fields, upload_sequential_fields, upload_source_repeats,
 };
-
-struct Args {
-    channels: usize,
-    samples: usize,
-    windows: usize,
-    reps: usize,
-}
+use window::WindowFlags;
 
 /// The arguments; `None` for `--help`.
-fn parse_args(mut reader: Reader) -> Result<Option<Args>, String> {
-    let mut args = Args {
+fn parse_args(mut reader: Reader) -> Result<Option<WindowFlags>, String> {
+    let mut args = WindowFlags {
         channels: 384,
         samples: 60_000,
         windows: 200,
         reps: 30,
     };
     let run = reader.read_flags(|reader, flag| {
-        let count = |reader: &mut Reader| reader.whole(flag, 1..=1 << 31).map(|n| n as usize);
-        match flag {
-            "--channels" => args.channels = count(reader)?,
-            "--samples" => args.samples = count(reader)?,
-            "--windows" => args.windows = count(reader)?,
-            "--reps" => args.reps = count(reader)?,
-            "--bench" => {} // passed by `cargo bench`
-            _ => return Err(reader.unknown(flag)),
+        if args.read(reader, flag)? {
+            Ok(())
+        } else {
+            Err(reader.unknown(flag))
         }
-        Ok(())
     })?;
     reader.positional(&[])?;
     Ok(run.then_some(args))
@@ -178,7 +169,7 @@ fn main() -> std::process::ExitCode {
 }
 
 /// Runs the benchmark with the command-line arguments.
-fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
+fn run(args: WindowFlags) -> Result<(), Box<dyn std::error::Error>> {
     let target = ComputeTarget::from_env()?;
     let client = target.client()?;
     let device = client.properties().identity.name.clone();

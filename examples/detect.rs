@@ -35,7 +35,7 @@ use dspk_cli::passes::{Pass, speed_report};
 use dspk_cli::progress::run_stream;
 use dspk_cli::report::run_program;
 use dspk_examples::synthetic::generate_in_memory;
-use dspk_examples::{MemoryLimit, checked_product};
+use dspk_examples::{MemoryLimit, sample_count};
 
 const RATE_HZ: u64 = 30_000;
 /// Samples each window owns: 1 s.
@@ -65,13 +65,9 @@ const USAGE: &str = "usage: detect [--seconds N] [--channels N] [--units N] [--m
 
 /// Runs the detection the arguments ask for and prints its accuracy and speed.
 fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
-    let what = format!(
-        "the sample count of --seconds {} at {RATE_HZ} Hz",
-        args.seconds
-    );
     let config = GroundTruthConfig {
         channels: args.channels as usize,
-        num_samples: checked_product(&what, &[args.seconds, RATE_HZ])?,
+        num_samples: sample_count(args.seconds, RATE_HZ)?,
         sample_rate_hz: RATE_HZ,
         units: args.units as usize,
         firing_rate_hz: [8.0, 8.0],

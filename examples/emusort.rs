@@ -35,7 +35,7 @@ use dspk_cli::progress::progress_bar;
 use dspk_cli::report::run_program;
 use dspk_cli::settings::{parse_set, settings};
 use dspk_cli::sorter::sort_with_bars;
-use dspk_examples::truth::{Summary, compare, sorted_trains};
+use dspk_examples::truth::{SortFlags, Summary, compare, sorted_trains};
 
 /// Lag each sorted unit may carry against the truth when scored lag-aligned, ms.
 const MAX_LAG_MS: f64 = 3.0;
@@ -48,10 +48,10 @@ fn main() -> ExitCode {
 /// The synthetic EMG recording: generated, sorted (or swept), scored.
 fn run(args: Args) -> Result<(), Box<dyn Error>> {
     let config = EmgConfig {
-        duration_s: args.seconds as f64,
-        channels: args.channels as usize,
-        units: args.units as usize,
-        seed: args.seed,
+        duration_s: args.truth.seconds as f64,
+        channels: args.truth.channels as usize,
+        units: args.truth.units as usize,
+        seed: args.truth.seed,
         delay_mode: args.delay_mode,
         ..EmgConfig::default()
     };
@@ -61,7 +61,7 @@ fn run(args: Args) -> Result<(), Box<dyn Error>> {
         "recording: synthetic EMG, {} channels x {} s at {} Hz, {} motor units, {} true \
          spikes, delays per {}, seed {} (made in {:.2} s)",
         config.channels,
-        args.seconds,
+        args.truth.seconds,
         config.sample_rate_hz,
         config.units,
         truth.spike_times().len(),
@@ -69,7 +69,7 @@ fn run(args: Args) -> Result<(), Box<dyn Error>> {
             DelayMode::Unit => "unit",
             DelayMode::Shared => "recording (shared)",
         },
-        args.seed,
+        args.truth.seed,
         started.elapsed().as_secs_f64()
     );
     let probe = SortProbe::from_probe(truth.probe(), config.channels, &[])?;
@@ -128,7 +128,7 @@ fn run(args: Args) -> Result<(), Box<dyn Error>> {
         "EMUsort score: {} (mean over units)",
         score.map_or("n/a".to_string(), |s| format!("{s:.4}"))
     );
-    Ok(summary.check(args.min_units, args.min_accuracy)?)
+    Ok(summary.check(args.truth.min_units, args.truth.min_accuracy)?)
 }
 
 /// Every combination of `axes` over `source`, on `device`; the report, and the best run's
@@ -208,15 +208,10 @@ fn print_delays(output: &SortOutput, truth: &EmgRecording) {
 
 /// What the command line asked for.
 struct Args {
+    truth: SortFlags,
     settings: KilosortSettings,
     sweeps: Vec<(String, Vec<String>)>,
-    seconds: u64,
-    channels: u64,
-    units: u64,
-    seed: u64,
     delay_mode: DelayMode,
-    min_units: u64,
-    min_accuracy: f64,
 }
 
 const USAGE: &str = "usage: emusort [--seconds N] [--channels N] [--units N] [--seed N] \
@@ -227,46 +222,37 @@ const USAGE: &str = "usage: emusort [--seconds N] [--channels N] [--units N] [--
 
 /// The arguments; `None` for `--help`.
 fn parse_args(mut reader: Reader) -> Result<Option<Args>, String> {
-    let mut sets = Vec::new();
-    let mut parsed = Args {
-        settings: KilosortSettings::emusort(),
-        sweeps: Vec::new(),
-        seconds: 60,
-        channels: 16,
-        units: 8,
-        seed: 1,
-        delay_mode: DelayMode::Unit,
-        min_units: 0,
-        min_accuracy: 0.0,
-    };
+    let mut truth = SortFlags::new(60, (16, 2), 8, 1);
+    let (mut sweeps, mut delay_mode) = (Vec::new(), DelayMode::Unit);
     let run = reader.read_flags(|reader, flag| {
+        if truth.read(reader, flag)? {
+            return Ok(());
+        }
         match flag {
-            "--seconds" => parsed.seconds = reader.whole(flag, 1..=100_000)?,
-            "--channels" => parsed.channels = reader.whole(flag, 2..=100_000)?,
-            "--units" => parsed.units = reader.whole(flag, 1..=100_000)?,
-            "--seed" => parsed.seed = reader.whole(flag, 0..=u64::MAX)?,
-            "--min-units" => parsed.min_units = reader.whole(flag, 0..=100_000)?,
-            "--min-accuracy" => parsed.min_accuracy = reader.fraction(flag)?,
             "--delay-mode" => {
-                parsed.delay_mode = match reader.text(flag)?.as_str() {
+                delay_mode = match reader.text(flag)?.as_str() {
                     "unit" => DelayMode::Unit,
                     "shared" => DelayMode::Shared,
                     _ => return Err("emusort --delay-mode needs `unit` or `shared`".into()),
                 };
             }
-            "--set" => sets.push(parse_set(&reader.text(flag)?)?),
             "--sweep" => {
                 let text = reader.text(flag)?;
                 let (key, values) = parse_set(&text)
                     .map_err(|_| format!("emusort --sweep {text}: expected KEY=V1,V2,..."))?;
                 let values = values.split(',').map(|v| v.trim().to_string()).collect();
-                parsed.sweeps.push((key, values));
+                sweeps.push((key, values));
             }
             _ => return Err(reader.unknown(flag)),
         }
         Ok(())
     })?;
     reader.positional(&[])?;
-    parsed.settings = settings(Some("emusort"), &sets)?;
-    Ok(run.then_some(parsed))
+    let settings = settings(Some("emusort"), &truth.sets)?;
+    Ok(run.then_some(Args {
+        truth,
+        settings,
+        sweeps,
+        delay_mode,
+    }))
 }

@@ -34,11 +34,11 @@ use dspk::synapse::phy::PhyParams;
 use dspk::{ComputeTarget, SampleRate};
 use dspk_cli::flags::Reader;
 use dspk_cli::report::run_program;
-use dspk_cli::settings::{parse_set, settings};
+use dspk_cli::settings::settings;
 use dspk_cli::sorter::sort_with_bars;
 use dspk_examples::synthetic::generate_in_memory;
-use dspk_examples::truth::{Summary, compare};
-use dspk_examples::{MemoryLimit, checked_product};
+use dspk_examples::truth::{SortFlags, Summary, compare};
+use dspk_examples::{MemoryLimit, sample_count};
 
 const RATE_HZ: u64 = 30_000;
 
@@ -49,17 +49,13 @@ fn main() -> ExitCode {
 
 /// The synthetic recording: generated, sorted, scored; the Phy folder with `--out`.
 fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
-    let what = format!(
-        "the sample count of --seconds {} at {RATE_HZ} Hz",
-        args.seconds
-    );
     let config = GroundTruthConfig {
-        channels: args.channels as usize,
-        num_samples: checked_product(&what, &[args.seconds, RATE_HZ])?,
+        channels: args.truth.channels as usize,
+        num_samples: sample_count(args.truth.seconds, RATE_HZ)?,
         sample_rate_hz: RATE_HZ,
-        units: args.units as usize,
+        units: args.truth.units as usize,
         drift: Drift::Linear { total_um: 20.0 },
-        seed: args.seed,
+        seed: args.truth.seed,
         ..GroundTruthConfig::default()
     };
     let made = generate_in_memory(&config, MemoryLimit::of_this_machine())?;
@@ -68,10 +64,10 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         "recording: synthetic, {} channels x {} s at {RATE_HZ} Hz, {} units, {} true spikes, \
          20 um linear drift, seed {} (made in {:.2} s)",
         config.channels,
-        args.seconds,
+        args.truth.seconds,
         config.units,
         truth.spikes().len(),
-        args.seed,
+        args.truth.seed,
         made.made_in.as_secs_f64()
     );
     let probe = SortProbe::from_probe(truth.probe(), config.channels, &[])?;
@@ -82,7 +78,7 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         client.properties().identity.name
     );
     let sorted = sort_with_bars(&client, args.settings, made.source.clone(), &probe)?;
-    print!("{}", sorted.report(args.seconds as f64));
+    print!("{}", sorted.report(args.truth.seconds as f64));
     let output = sorted.output;
 
     let rate = SampleRate::from_hz(RATE_HZ)?;
@@ -120,19 +116,14 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             dir.join("params.py").display()
         );
     }
-    Ok(summary.check(args.min_units, args.min_accuracy)?)
+    Ok(summary.check(args.truth.min_units, args.truth.min_accuracy)?)
 }
 
 /// What the command line asked for.
 struct Args {
-    out: Option<PathBuf>,
+    truth: SortFlags,
     settings: KilosortSettings,
-    seconds: u64,
-    channels: u64,
-    units: u64,
-    seed: u64,
-    min_units: u64,
-    min_accuracy: f64,
+    out: Option<PathBuf>,
 }
 
 const USAGE: &str = "usage: sort [--seconds N] [--channels N] [--units N] [--seed N] [--out DIR] \
@@ -142,32 +133,21 @@ const USAGE: &str = "usage: sort [--seconds N] [--channels N] [--units N] [--see
 
 /// The arguments; `None` for `--help`.
 fn parse_args(mut reader: Reader) -> Result<Option<Args>, String> {
-    let mut sets = Vec::new();
-    let mut parsed = Args {
-        out: None,
-        settings: KilosortSettings::default(),
-        seconds: 30,
-        channels: 64,
-        units: 16,
-        seed: 2026,
-        min_units: 0,
-        min_accuracy: 0.0,
-    };
+    let (mut truth, mut out) = (SortFlags::new(30, (64, 1), 16, 2026), None);
     let run = reader.read_flags(|reader, flag| {
-        match flag {
-            "--seconds" => parsed.seconds = reader.whole(flag, 1..=100_000)?,
-            "--channels" => parsed.channels = reader.whole(flag, 1..=100_000)?,
-            "--units" => parsed.units = reader.whole(flag, 1..=100_000)?,
-            "--seed" => parsed.seed = reader.whole(flag, 0..=u64::MAX)?,
-            "--min-units" => parsed.min_units = reader.whole(flag, 0..=100_000)?,
-            "--min-accuracy" => parsed.min_accuracy = reader.fraction(flag)?,
-            "--out" => parsed.out = Some(reader.path(flag)?),
-            "--set" => sets.push(parse_set(&reader.text(flag)?)?),
-            _ => return Err(reader.unknown(flag)),
+        if !truth.read(reader, flag)? {
+            match flag {
+                "--out" => out = Some(reader.path(flag)?),
+                _ => return Err(reader.unknown(flag)),
+            }
         }
         Ok(())
     })?;
     reader.positional(&[])?;
-    parsed.settings = settings(None, &sets)?;
-    Ok(run.then_some(parsed))
+    let settings = settings(None, &truth.sets)?;
+    Ok(run.then_some(Args {
+        truth,
+        settings,
+        out,
+    }))
 }

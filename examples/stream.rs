@@ -23,7 +23,7 @@ use dspk_cli::describe::{human_bytes, human_rate};
 use dspk_cli::flags::Reader;
 use dspk_cli::progress::run_stream;
 use dspk_cli::report::run_program;
-use dspk_examples::checked_product;
+use dspk_examples::sample_count;
 
 const CHANNELS: usize = 384;
 const RATE_HZ: u64 = 30_000;
@@ -40,10 +40,7 @@ const USAGE: &str =
 
 /// Streams the recording the arguments ask for and prints what crossed.
 fn run(seconds: u64) -> Result<(), Box<dyn std::error::Error>> {
-    let num_samples = checked_product(
-        &format!("the sample count of --seconds {seconds} at {RATE_HZ} Hz"),
-        &[seconds, RATE_HZ],
-    )?;
+    let num_samples = sample_count(seconds, RATE_HZ)?;
     let target = ComputeTarget::from_env()?;
     let client = target.client()?;
     let properties = client.properties();

@@ -1,7 +1,7 @@
 //! What dspk's runnable examples share that is not the front-end (the front-end is the `dspk`
 //! command's library, `dspk_cli`): the synthetic recording with known spikes held in memory,
 //! refused before anything is allocated when it would not fit ([`synthetic`], [`MemoryLimit`],
-//! [`checked_product`]), and a sorting scored against that truth with the bounds a run must
+//! [`sample_count`]), and a sorting scored against that truth with the bounds a run must
 //! reach ([`truth`]). Nothing here prints; the examples do.
 
 #![forbid(unsafe_code)]
@@ -120,6 +120,17 @@ pub fn checked_product(what: &str, factors: &[u64]) -> Result<u64, Error> {
         })
 }
 
+/// The samples of `--seconds seconds` at `rate_hz`, or [`Error::Overflow`] naming both when
+/// they do not fit in a `u64`.
+///
+/// # Errors
+///
+/// [`Error::Overflow`].
+pub fn sample_count(seconds: u64, rate_hz: u64) -> Result<u64, Error> {
+    let what = format!("the sample count of --seconds {seconds} at {rate_hz} Hz");
+    checked_product(&what, &[seconds, rate_hz])
+}
+
 /// The sum of the products of `terms` (sizes computed from command-line arguments: the bytes
 /// of several things held at once), or [`Error::Overflow`] naming `what` when a product or
 /// the sum does not fit in a `u64`.
@@ -144,11 +155,8 @@ mod tests {
     // was quoted as a duration.
     #[test]
     fn sizes_from_arguments_are_computed_checked() {
-        let error = checked_product(
-            "the sample count of --seconds 18446744073709551615 at 30000 Hz",
-            &[u64::MAX, 30_000],
-        )
-        .unwrap_err();
+        assert_eq!(sample_count(10, 30_000), Ok(300_000));
+        let error = sample_count(u64::MAX, 30_000).unwrap_err();
         assert_eq!(
             error.to_string(),
             "the sample count of --seconds 18446744073709551615 at 30000 Hz does not fit in 64 bits"

@@ -1,6 +1,7 @@
-//! A sorting scored against ground truth as the sort examples report it: SpikeInterface's
-//! comparison of the sorted units with the true ones, the units found and the mean accuracy,
-//! and the bounds a run must reach (`--min-units`, `--min-accuracy`).
+//! A sorting of generated ground truth as the sort examples run and report it: their flags
+//! ([`SortFlags`]), SpikeInterface's comparison of the sorted units with the true ones, the
+//! units found and the mean accuracy, and the bounds a run must reach (`--min-units`,
+//! `--min-accuracy`).
 
 use std::fmt;
 
@@ -11,7 +12,75 @@ use dspk::synapse::groundtruth::{
     compare_to_ground_truth,
 };
 
+use dspk_cli::flags::Reader;
+use dspk_cli::settings::parse_set;
+
 use crate::Error;
+
+/// The flags of a sort of generated ground truth, as the `sort` and `emusort` examples take
+/// them: the recording's `--seconds`, `--channels`, `--units` and `--seed`, the sorter's
+/// `--set KEY=VALUE` pairs, and the bounds `--min-units N` and `--min-accuracy A` (0: none).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SortFlags {
+    /// Seconds of recording.
+    pub seconds: u64,
+    /// Channels.
+    pub channels: u64,
+    /// True units.
+    pub units: u64,
+    /// The generator's seed.
+    pub seed: u64,
+    /// `--set` pairs, in order.
+    pub sets: Vec<(String, String)>,
+    /// The fewest units found a run accepts.
+    pub min_units: u64,
+    /// The lowest mean accuracy a run accepts.
+    pub min_accuracy: f64,
+    /// The fewest channels `--channels` takes.
+    least_channels: u64,
+}
+
+impl SortFlags {
+    /// The defaults of an example: `seconds`, `channels` (and at least `least_channels`),
+    /// `units` and `seed`, no `--set`, no bounds.
+    #[must_use]
+    pub fn new(
+        seconds: u64,
+        (channels, least_channels): (u64, u64),
+        units: u64,
+        seed: u64,
+    ) -> Self {
+        Self {
+            seconds,
+            channels,
+            units,
+            seed,
+            sets: Vec::new(),
+            min_units: 0,
+            min_accuracy: 0.0,
+            least_channels,
+        }
+    }
+
+    /// Reads `flag` and its value from `reader` when it is one of these flags; whether it was.
+    ///
+    /// # Errors
+    ///
+    /// The reader's message for a missing or refused value.
+    pub fn read(&mut self, reader: &mut Reader, flag: &str) -> Result<bool, String> {
+        match flag {
+            "--seconds" => self.seconds = reader.whole(flag, 1..=100_000)?,
+            "--channels" => self.channels = reader.whole(flag, self.least_channels..=100_000)?,
+            "--units" => self.units = reader.whole(flag, 1..=100_000)?,
+            "--seed" => self.seed = reader.whole(flag, 0..=u64::MAX)?,
+            "--set" => self.sets.push(parse_set(&reader.text(flag)?)?),
+            "--min-units" => self.min_units = reader.whole(flag, 0..=100_000)?,
+            "--min-accuracy" => self.min_accuracy = reader.fraction(flag)?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}
 
 /// A true unit counts as found at this accuracy (SpikeInterface's well-detected score).
 pub const WELL_DETECTED: f64 = 0.8;
@@ -132,6 +201,44 @@ mod tests {
         let tested = SpikeTrains::new(vec![("a".into(), train(100)), ("b".into(), half)]).unwrap();
         let rate = SampleRate::from_hz(30_000).unwrap();
         compare_to_ground_truth(&truth, &tested, rate, &CompareOptions::default()).unwrap()
+    }
+
+    #[test]
+    fn sort_flags_read_their_values_and_leave_the_others() {
+        let args = "--seconds 20 --set nblocks=0 --units 3 --channels 1 --min-accuracy 0.9 --out";
+        let mut reader = Reader::new("emusort", args.split(' ').map(std::ffi::OsString::from));
+        let mut flags = SortFlags::new(60, (16, 2), 8, 1);
+        let mut others = Vec::new();
+        let error = reader
+            .read_flags(|reader, flag| {
+                if !flags.read(reader, flag)? {
+                    others.push(flag.to_string());
+                }
+                Ok(())
+            })
+            .unwrap_err();
+        assert_eq!(
+            error,
+            "emusort --channels needs a whole number from 2 to 100000"
+        );
+        assert_eq!((flags.seconds, flags.units, flags.channels), (20, 3, 16));
+        assert_eq!(flags.sets, [("nblocks".to_string(), "0".to_string())]);
+        assert!(others.is_empty());
+        // A flag of the example's own is left to it, with its value.
+        let args = ["--out", "sorted", "--min-units", "2"].map(std::ffi::OsString::from);
+        let mut reader = Reader::new("sort", args);
+        let mut flags = SortFlags::new(30, (64, 1), 16, 2026);
+        let run = reader
+            .read_flags(|reader, flag| {
+                if !flags.read(reader, flag)? {
+                    others.push(reader.path(flag)?.display().to_string());
+                }
+                Ok(())
+            })
+            .unwrap();
+        assert!(run);
+        assert_eq!(others, ["sorted"]);
+        assert_eq!((flags.min_units, flags.min_accuracy), (2, 0.0));
     }
 
     #[test]
