@@ -26,7 +26,7 @@
 //! each run; the `resident%` column says how much of the file was still in the page cache when
 //! the run started (measured with `mincore`), so a run that did not start cold shows it.
 //! Rates count the file's bytes in GB/s (10^9 bytes per second) and windows per second
-//! (arithmetic: `dspk_examples::loader_figures`). From the disk the loader runs twice, without
+//! (arithmetic: `benches/common/loader.rs`). From the disk the loader runs twice, without
 //! and with the `posix_fadvise(WILLNEED)` hint of the next window (`LoaderOptions::read_ahead`).
 
 use std::fs::File;
@@ -48,7 +48,13 @@ use dspk::{
     ChannelInfo, ChunkSchedule, ComputeTarget, LoaderOptions, LoaderStats, RecordingSource,
     SampleRate, WindowLoader,
 };
-use dspk_examples::loader_figures::{
+use dspk_cli::flags::Reader;
+use dspk_cli::report::run_program;
+
+#[path = "common/loader.rs"]
+mod loader_figures;
+
+use loader_figures::{
     BenchRecording, parse_thread_list, resident_percent, table_header, table_row,
 };
 
@@ -69,7 +75,8 @@ struct Args {
     keep: bool,
 }
 
-fn parse_args() -> BoxResult<Args> {
+/// The arguments; `None` for `--help`.
+fn parse_args(mut reader: Reader) -> Result<Option<Args>, String> {
     let mut args = Args {
         file: None,
         dir: PathBuf::from(env!("CARGO_TARGET_TMPDIR")),
@@ -84,49 +91,45 @@ fn parse_args() -> BoxResult<Args> {
         repeat: 1,
         keep: false,
     };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let mut value = || it.next().ok_or(format!("a value after {flag}"));
-        match flag.as_str() {
-            "--file" => args.file = Some(PathBuf::from(value()?)),
-            "--dir" => args.dir = PathBuf::from(value()?),
-            "--gb" => args.gb = value()?.parse()?,
-            "--channels" => args.channels = value()?.parse()?,
-            "--samples" => args.samples = value()?.parse()?,
+    let run = reader.read_flags(|reader, flag| {
+        let count = |reader: &mut Reader| reader.whole(flag, 1..=u64::from(u32::MAX));
+        match flag {
+            "--file" => args.file = Some(reader.path(flag)?),
+            "--dir" => args.dir = reader.path(flag)?,
+            "--gb" => args.gb = reader.parsed(flag, "a positive number of GB")?,
+            "--channels" => args.channels = count(reader)? as usize,
+            "--samples" => args.samples = count(reader)?,
             "--threads" => {
-                let list = value()?;
+                let list = reader.text(flag)?;
                 args.threads = parse_thread_list(&list)
-                    .ok_or(format!("--threads {list}: a list like 1,2,4,8,16"))?;
+                    .ok_or(format!("loader --threads {list}: a list like 1,2,4,8,16"))?;
             }
-            "--direct-mib" => args.direct_mib = value()?.parse()?,
-            "--repeat" => args.repeat = value()?.parse()?,
+            "--direct-mib" => args.direct_mib = count(reader)? as usize,
+            "--repeat" => args.repeat = count(reader)? as usize,
             "--no-upload" => args.upload = false,
             "--no-disk" => args.disk = false,
             "--no-direct" => args.direct = false,
             "--keep" => args.keep = true,
             "--bench" => {} // passed by `cargo bench`
-            other => return Err(format!("unknown argument {other}").into()),
+            _ => return Err(reader.unknown(flag)),
         }
+        Ok(())
+    })?;
+    reader.positional(&[])?;
+    if args.gb.is_nan() || args.gb <= 0.0 {
+        return Err("loader --gb needs a positive number of GB".into());
     }
-    if args.channels == 0
-        || args.samples == 0
-        || args.direct_mib == 0
-        || args.repeat == 0
-        || args.gb.is_nan()
-        || args.gb <= 0.0
-    {
-        return Err(
-            "--channels, --samples, --gb, --direct-mib and --repeat must be positive".into(),
-        );
-    }
-    Ok(args)
+    Ok(run.then_some(args))
 }
 
 fn main() -> std::process::ExitCode {
     // SAFETY: first in main, no other thread yet.
-    unsafe { dspk_examples::quiet_vulkan_device_select() };
-    dspk_examples::finish(run())
+    unsafe { run_program("loader", USAGE, parse_args, run) }
 }
+
+const USAGE: &str = "usage: loader [--file FILE] [--dir DIR] [--gb GB] [--channels N] [--samples N] \
+                     [--threads 1,2,4,...] [--direct-mib N] [--repeat N] [--no-upload] \
+                     [--no-disk] [--no-direct] [--keep]";
 
 /// Writes `recording` as interleaved int16 noise to `path` (one seeded 8 MiB block, its first
 /// 8 bytes replaced by the block's number so no two blocks are alike) and syncs it to the disk.
@@ -381,8 +384,7 @@ fn run_loader(
 }
 
 /// Runs the benchmark with the command-line arguments.
-fn run() -> BoxResult<()> {
-    let args = parse_args()?;
+fn run(args: Args) -> BoxResult<()> {
     let bench_started = Instant::now();
     let (path, written) = match &args.file {
         Some(path) => (path.clone(), false),

@@ -30,45 +30,52 @@ use dspk::ops::{
     linalg, mix_channels, unpack_scaled,
 };
 use dspk::{ComputeTarget, RecordingSource, SampleRate, SyntheticRecording};
-use dspk_examples::figures::{device_chain_fields, stage_fields, streamed_fields};
-use dspk_examples::whitening::whitening_stage;
-use dspk_examples::window_bytes;
+use dspk_cli::flags::Reader;
+use dspk_cli::report::run_program;
+
+#[path = "common/preprocess.rs"]
+mod preprocess_figures;
+#[path = "common/rates.rs"]
+mod rates;
+#[path = "common/window.rs"]
+mod window;
+
+use preprocess_figures::{device_chain_fields, stage_fields, streamed_fields};
+use rates::window_bytes;
+use window::WindowFlags;
 
 struct Args {
-    channels: usize,
-    samples: usize,
-    windows: usize,
-    reps: usize,
+    window: WindowFlags,
+    /// `--bandwidth`: the device memory's GB/s, for the floor of each stage.
     bandwidth_gbps: f64,
 }
 
-fn parse_args() -> Args {
+/// The arguments; `None` for `--help`.
+fn parse_args(mut reader: Reader) -> Result<Option<Args>, String> {
     let mut args = Args {
-        channels: 384,
-        samples: 60_000,
-        windows: 100,
-        reps: 30,
+        window: WindowFlags {
+            channels: 384,
+            samples: 60_000,
+            windows: 100,
+            reps: 30,
+        },
         bandwidth_gbps: 4260.0,
     };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let mut value = || -> f64 {
-            it.next()
-                .and_then(|v| v.parse().ok())
-                .expect("a number after the flag")
-        };
-        match flag.as_str() {
-            "--channels" => args.channels = value() as usize,
-            "--samples" => args.samples = value() as usize,
-            "--windows" => args.windows = value() as usize,
-            "--reps" => args.reps = value() as usize,
-            "--bandwidth" => args.bandwidth_gbps = value(),
-            "--bench" => {} // passed by `cargo bench`
-            other => panic!("unknown argument {other}"),
+    let run = reader.read_flags(|reader, flag| {
+        if !args.window.read(reader, flag)? {
+            match flag {
+                "--bandwidth" => args.bandwidth_gbps = reader.parsed(flag, "GB/s")?,
+                _ => return Err(reader.unknown(flag)),
+            }
         }
-    }
-    args
+        Ok(())
+    })?;
+    reader.positional(&[])?;
+    Ok(run.then_some(args))
 }
+
+const USAGE: &str = "usage: preprocess [--channels N] [--samples N] [--windows N] [--reps N] \
+                     [--bandwidth GB/s]";
 
 fn sync(client: &Client) {
     block_on(client.sync()).expect("device sync");
@@ -100,14 +107,12 @@ fn positions(channels: usize) -> Vec<(f64, f64)> {
 
 fn main() -> std::process::ExitCode {
     // SAFETY: first in main, no other thread yet.
-    unsafe { dspk_examples::quiet_vulkan_device_select() };
-    dspk_examples::finish(run())
+    unsafe { run_program("preprocess", USAGE, parse_args, run) }
 }
 
 /// Runs the benchmark with the command-line arguments.
-fn run() -> Result<(), Box<dyn std::error::Error>> {
-    let args = parse_args();
-    let (channels, samples) = (args.channels, args.samples);
+fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
+    let (channels, samples) = (args.window.channels, args.window.samples);
     let target = ComputeTarget::from_env()?;
     let client = target.client()?;
     println!(
@@ -116,7 +121,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     );
     let source = Arc::new(SyntheticRecording::new(
         channels,
-        (samples * args.windows) as u64,
+        (samples * args.window.windows) as u64,
         SampleRate::from_hz(30_000)?,
         7,
     )?);
@@ -154,9 +159,9 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         .collect();
     let cov = linalg::second_moment(&host, channels, estimate)?;
     let white = linalg::local_zca(&cov, &positions(channels), 32, 1e-6)?;
-    let mut whitening = whitening_stage(&client, &white)?;
+    let mut whitening = Whitening::from_matrix(&client, &white)?;
 
-    let reps = args.reps;
+    let reps = args.window.reps;
     // One pass = one f32 read or write of the window; rates in int16 bytes of the window.
     let (f32_bytes, int16_bytes) = (
         window_bytes(channels, samples, F32),

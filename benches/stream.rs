@@ -37,7 +37,8 @@ use dspk::stream::{
 };
 use dspk::view::{LocalBackend, SignalBackend, ViewRequest};
 use dspk::{ChannelInfo, MemoryRecording, SampleRate};
-use dspk_examples::finish;
+use dspk_cli::flags::Reader;
+use dspk_cli::report::run_program;
 
 struct Flags {
     channels: usize,
@@ -50,7 +51,8 @@ struct Flags {
     window: Option<u32>,
 }
 
-fn flags() -> Result<Flags, Box<dyn Error>> {
+/// The arguments; `None` for `--help`.
+fn flags(mut reader: Reader) -> Result<Option<Flags>, String> {
     let mut flags = Flags {
         channels: 384,
         seconds: 5,
@@ -61,37 +63,43 @@ fn flags() -> Result<Flags, Box<dyn Error>> {
         frame_bytes: ServerOptions::default().frame_bytes,
         window: None,
     };
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        let mut value = || args.next().ok_or_else(|| format!("{arg} needs a value"));
-        match arg.as_str() {
-            "--channels" => flags.channels = value()?.parse()?,
-            "--seconds" => flags.seconds = value()?.parse()?,
-            "--rate" => flags.rate = value()?.parse()?,
-            "--views" => flags.views = value()?.parse()?,
-            "--passes" => flags.passes = value()?.parse::<usize>()?.max(1),
-            "--frame-bytes" => flags.frame_bytes = value()?.parse()?,
-            "--window" => flags.window = Some(value()?.parse()?),
+    let run = reader.read_flags(|reader, flag| {
+        let count = |reader: &mut Reader| reader.whole(flag, 1..=u64::from(u32::MAX));
+        match flag {
+            "--channels" => flags.channels = count(reader)? as usize,
+            "--seconds" => flags.seconds = count(reader)?,
+            "--rate" => flags.rate = count(reader)?,
+            "--views" => flags.views = count(reader)? as usize,
+            "--passes" => flags.passes = count(reader)? as usize,
+            "--frame-bytes" => flags.frame_bytes = count(reader)? as usize,
+            "--window" => flags.window = Some(count(reader)? as u32),
             "--udp" => {
-                flags.udp = value()?
-                    .split(',')
-                    .map(str::parse)
-                    .collect::<Result<_, _>>()?;
+                let list = reader.text(flag)?;
+                flags.udp = (list.split(','))
+                    .map(|size| size.trim().parse().ok())
+                    .collect::<Option<_>>()
+                    .ok_or(format!(
+                        "stream --udp {list}: a list of payload sizes like 1472,65507"
+                    ))?;
             }
-            // cargo bench passes --bench to every harness-less bench.
-            "--bench" => {}
-            other => return Err(format!("unknown argument `{other}`").into()),
+            "--bench" => {} // passed by `cargo bench`
+            _ => return Err(reader.unknown(flag)),
         }
-    }
-    Ok(flags)
+        Ok(())
+    })?;
+    reader.positional(&[])?;
+    Ok(run.then_some(flags))
 }
+
+const USAGE: &str = "usage: stream [--channels N] [--seconds N] [--rate HZ] [--udp SIZE,...] \
+                     [--views N] [--passes N] [--frame-bytes N] [--window N]";
 
 fn main() -> ExitCode {
-    finish(run())
+    // SAFETY: first in main, no other thread yet.
+    unsafe { run_program("stream", USAGE, flags, run) }
 }
 
-fn run() -> Result<(), Box<dyn Error>> {
-    let flags = flags()?;
+fn run(flags: Flags) -> Result<(), Box<dyn Error>> {
     let samples = flags.seconds * flags.rate;
     let mut rng = SplitMix64::new(42);
     let values: Vec<i16> = (0..flags.channels as u64 * samples)

@@ -6,7 +6,7 @@
 //! DSPK_RUNTIME=cuda cargo bench --features cuda --bench upload -- --windows 200 --reps 30
 //! ```
 //!
-//! Prints `key=value` lines (machine-readable; the arithmetic is `dspk_examples::figures`):
+//! Prints `key=value` lines (machine-readable; the arithmetic is `benches/common/upload.rs`):
 //! `upload_gbps` counts the upload alone, `upload_and_unpack_gbps` the upload and the unpack.
 //! The source repeats four distinct windows as often as the longest run reads (`--windows`,
 //! or `--reps` plus two warm-ups).
@@ -19,49 +19,48 @@ use dspk::SampleFormat::{F32, I16};
 use dspk::cubecl::bytes::Bytes;
 use dspk::cubecl::future::block_on;
 use dspk::ops::{ChannelVector, DeviceArray, PipelineWorkspace, StoredArray, unpack_scaled};
-use dspk::test_util::Rng;
+use dspk::rng::SplitMix64;
 use dspk::{
     ChannelInfo, ChunkSchedule, ComputeTarget, LoaderOptions, LoaderStats, MemoryRecording,
     ReadRequest, RecordingInfo, RecordingSource, SampleRate, WindowElement, WindowLoader,
 };
-use dspk_examples::figures::{
+use dspk_cli::flags::Reader;
+use dspk_cli::report::run_program;
+
+#[path = "common/rates.rs"]
+mod rates;
+#[path = "common/upload.rs"]
+mod upload_figures;
+#[path = "common/window.rs"]
+mod window;
+
+use rates::window_bytes;
+use upload_figures::{
     loader_only_fields, median_ms, stored_over_f32_upload, upload_and_unpack_fields,
     upload_pipelined_fields, upload_sequential_fields, upload_source_repeats,
 };
-use dspk_examples::window_bytes;
+use window::WindowFlags;
 
-struct Args {
-    channels: usize,
-    samples: usize,
-    windows: usize,
-    reps: usize,
-}
-
-fn parse_args() -> Args {
-    let mut args = Args {
+/// The arguments; `None` for `--help`.
+fn parse_args(mut reader: Reader) -> Result<Option<WindowFlags>, String> {
+    let mut args = WindowFlags {
         channels: 384,
         samples: 60_000,
         windows: 200,
         reps: 30,
     };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let mut value = || {
-            it.next()
-                .and_then(|v| v.parse().ok())
-                .expect("a number after the flag")
-        };
-        match flag.as_str() {
-            "--channels" => args.channels = value(),
-            "--samples" => args.samples = value(),
-            "--windows" => args.windows = value(),
-            "--reps" => args.reps = value(),
-            "--bench" => {} // passed by `cargo bench`
-            other => panic!("unknown argument {other}"),
+    let run = reader.read_flags(|reader, flag| {
+        if args.read(reader, flag)? {
+            Ok(())
+        } else {
+            Err(reader.unknown(flag))
         }
-    }
-    args
+    })?;
+    reader.positional(&[])?;
+    Ok(run.then_some(args))
 }
+
+const USAGE: &str = "usage: upload [--channels N] [--samples N] [--windows N] [--reps N]";
 
 /// `inner` repeated `times` times end to end: a long recording without holding it in memory.
 /// Reads cost what `inner`'s do (a memcpy from RAM, as from the page cache).
@@ -166,13 +165,11 @@ fn drive<T: WindowElement>(
 
 fn main() -> std::process::ExitCode {
     // SAFETY: first in main, no other thread yet.
-    unsafe { dspk_examples::quiet_vulkan_device_select() };
-    dspk_examples::finish(run())
+    unsafe { run_program("upload", USAGE, parse_args, run) }
 }
 
 /// Runs the benchmark with the command-line arguments.
-fn run() -> Result<(), Box<dyn std::error::Error>> {
-    let args = parse_args();
+fn run(args: WindowFlags) -> Result<(), Box<dyn std::error::Error>> {
     let target = ComputeTarget::from_env()?;
     let client = target.client()?;
     let device = client.properties().identity.name.clone();
@@ -183,7 +180,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
 
     // Four distinct windows of int16 noise with realistic gains, repeated as often as the
     // longest run below reads.
-    let mut rng = Rng::new(7);
+    let mut rng = SplitMix64::new(7);
     let distinct = 4u64;
     let stored: Vec<i16> = (0..channels * samples * distinct as usize)
         .map(|_| (rng.uniform(-1.0, 1.0) * 3000.0) as i16)

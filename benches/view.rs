@@ -16,7 +16,7 @@
 //!
 //! The recordings are procedural (`dspk::SyntheticRecording`: samples computed when read, no
 //! disk), 30 kHz int16. Rates count the stored bytes (2 per sample) in GB/s of 10^9 bytes and
-//! as multiples of real time; the arithmetic is `dspk_examples::view_figures`.
+//! as multiples of real time; the arithmetic is `benches/common/view.rs`.
 
 use std::error::Error;
 use std::fs::File;
@@ -36,8 +36,13 @@ use dspk::view::{
 use dspk::{
     ChannelInfo, ComputeTarget, RecordingSource, SampleFormat, SampleRate, SyntheticRecording,
 };
-use dspk_examples::finish;
-use dspk_examples::view_figures::{
+use dspk_cli::flags::Reader;
+use dspk_cli::report::run_program;
+
+#[path = "common/view.rs"]
+mod view_figures;
+
+use view_figures::{
     build_rates, bytes_per_recording_byte, latency_ms, recording_bytes, resident_bytes,
 };
 
@@ -58,12 +63,10 @@ struct Args {
 
 fn main() -> ExitCode {
     // SAFETY: first in main, no other thread yet.
-    unsafe { dspk_examples::quiet_vulkan_device_select() };
-    finish(run())
+    unsafe { run_program("view", USAGE, parse_args, run) }
 }
 
-fn run() -> BoxResult<()> {
-    let args = parse_args()?;
+fn run(args: Args) -> BoxResult<()> {
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     println!(
         "# view bench: {} channels int16 at {RATE} Hz, procedural source; {cores} cores",
@@ -333,7 +336,8 @@ fn rss() -> u64 {
         .unwrap_or(0)
 }
 
-fn parse_args() -> BoxResult<Args> {
+/// The arguments; `None` for `--help`.
+fn parse_args(mut reader: Reader) -> Result<Option<Args>, String> {
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     let mut parsed = Args {
         channels: 384,
@@ -351,33 +355,30 @@ fn parse_args() -> BoxResult<Args> {
     if parsed.threads.last() != Some(&cores) && cores < 16 {
         parsed.threads.push(cores);
     }
-    let mut args = std::env::args().skip(1);
-    let number = |name: &str, value: Option<String>| -> BoxResult<u64> {
-        value
-            .and_then(|v| v.parse().ok())
-            .ok_or_else(|| format!("{name} needs a whole number").into())
-    };
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--channels" => parsed.channels = number(&arg, args.next())? as usize,
-            "--minutes" => parsed.minutes = number(&arg, args.next())?.max(1),
-            "--overview-minutes" => parsed.overview_minutes = number(&arg, args.next())?.max(1),
-            "--columns" => parsed.columns = number(&arg, args.next())? as usize,
-            "--file-minutes" => parsed.file_minutes = number(&arg, args.next())?,
-            "--dir" => parsed.dir = args.next().ok_or("--dir needs a folder")?.into(),
+    let run = reader.read_flags(|reader, flag| {
+        let count = |reader: &mut Reader| reader.whole(flag, 0..=u64::from(u32::MAX));
+        match flag {
+            "--channels" => parsed.channels = count(reader)? as usize,
+            "--minutes" => parsed.minutes = count(reader)?.max(1),
+            "--overview-minutes" => parsed.overview_minutes = count(reader)?.max(1),
+            "--columns" => parsed.columns = count(reader)? as usize,
+            "--file-minutes" => parsed.file_minutes = count(reader)?,
+            "--dir" => parsed.dir = reader.path(flag)?,
             "--threads" => {
-                parsed.threads = args
-                    .next()
-                    .ok_or("--threads needs a list")?
-                    .split(',')
-                    .map(|t| t.parse().ok().filter(|&t: &usize| t > 0))
+                parsed.threads = (reader.text(flag)?.split(','))
+                    .map(|t| t.trim().parse().ok().filter(|&t: &usize| t > 0))
                     .collect::<Option<_>>()
-                    .ok_or("--threads needs a list of whole numbers, e.g. 1,4,16")?;
+                    .ok_or("view --threads needs a list of whole numbers, e.g. 1,4,16")?;
             }
             "--no-device" => parsed.device = false,
-            "--bench" => {}
-            other => return Err(format!("unknown argument `{other}`").into()),
+            "--bench" => {} // passed by `cargo bench`
+            _ => return Err(reader.unknown(flag)),
         }
-    }
-    Ok(parsed)
+        Ok(())
+    })?;
+    reader.positional(&[])?;
+    Ok(run.then_some(parsed))
 }
+
+const USAGE: &str = "usage: view [--channels N] [--minutes N] [--overview-minutes N] [--columns N] \
+                     [--file-minutes N] [--dir DIR] [--threads 1,4,...] [--no-device]";

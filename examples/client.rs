@@ -29,7 +29,9 @@ use dspk::stream::{ClientTls, Frame, Identity, Session, SessionOptions, Transpor
 use dspk::view::picture::{TraceStyle, render_traces};
 use dspk::view::{SignalBackend, ViewRequest, ViewSource};
 use dspk::{RecordingInfo, RecordingSource};
-use dspk_examples::{finish, human_bytes, human_rate, whole_number};
+use dspk_cli::describe::{human_bytes, human_rate};
+use dspk_cli::flags::Reader;
+use dspk_cli::report::run_program;
 
 const USAGE: &str = "usage: client ADDR --trust CERT.pem [--server-name NAME] \
                      [--cert CERT.pem --key KEY.pem] [--seconds N] [--from SAMPLE] \
@@ -56,14 +58,10 @@ struct Args {
 
 fn main() -> ExitCode {
     // SAFETY: first in main, no other thread yet.
-    unsafe { dspk_examples::quiet_vulkan_device_select() };
-    finish(run())
+    unsafe { run_program("client", USAGE, parse_args, run) }
 }
 
-fn run() -> Result<(), Box<dyn Error>> {
-    let Some(args) = parse_args()? else {
-        return Ok(());
-    };
+fn run(args: Args) -> Result<(), Box<dyn Error>> {
     let tls = ClientTls {
         trust: dspk::stream::Trust::from_pem_file(&args.trust)?,
         identity: match (&args.cert, &args.key) {
@@ -343,60 +341,50 @@ fn picture(session: &Session, args: &Args, png: &std::path::Path) -> Result<(), 
     Ok(())
 }
 
-fn parse_args() -> Result<Option<Args>, Box<dyn Error>> {
-    let mut addr = None;
-    let mut parsed = Args {
-        addr: "127.0.0.1:4433".parse()?,
-        trust: PathBuf::new(),
-        server_name: "localhost".into(),
-        cert: None,
-        key: None,
-        seconds: 5,
-        from: 0,
-        check: None,
-        png: None,
-    };
-    let mut trust = None;
-    let mut args = std::env::args_os().skip(1);
-    while let Some(arg) = args.next() {
-        let mut path = |flag: &str| {
-            args.next()
-                .map(PathBuf::from)
-                .ok_or(format!("{flag} needs a path"))
-        };
-        match arg.to_str().unwrap_or("") {
-            "-h" | "--help" => {
-                println!("{USAGE}");
-                return Ok(None);
-            }
-            "--trust" => trust = Some(path("--trust")?),
-            "--cert" => parsed.cert = Some(path("--cert")?),
-            "--key" => parsed.key = Some(path("--key")?),
-            "--check" => parsed.check = Some(path("--check")?),
-            "--png" => parsed.png = Some(path("--png")?),
-            "--server-name" => {
-                parsed.server_name = args
-                    .next()
-                    .and_then(|v| v.into_string().ok())
-                    .ok_or("--server-name needs a name")?;
-            }
-            "--seconds" => parsed.seconds = whole_number("--seconds", args.next(), 1, 24 * 3600)?,
-            "--from" => parsed.from = whole_number("--from", args.next(), 0, u64::MAX)?,
-            flag if flag.starts_with('-') => {
-                return Err(format!("unknown flag `{flag}` (try --help)").into());
-            }
-            text if addr.is_none() => {
-                addr = Some(text.parse::<SocketAddr>().map_err(|_| {
-                    format!("`{text}` is not an address IP:PORT (e.g. 127.0.0.1:4433)")
-                })?);
-            }
-            _ => return Err("more than one address given".into()),
+/// The arguments; `None` for `--help`.
+fn parse_args(mut reader: Reader) -> Result<Option<Args>, String> {
+    let (mut trust, mut server_name) = (None, "localhost".to_string());
+    let (mut cert, mut key, mut check, mut png) = (None, None, None, None);
+    let (mut seconds, mut from) = (5, 0);
+    let run = reader.read_flags(|reader, flag| {
+        match flag {
+            "--trust" => trust = Some(reader.path(flag)?),
+            "--cert" => cert = Some(reader.path(flag)?),
+            "--key" => key = Some(reader.path(flag)?),
+            "--check" => check = Some(reader.path(flag)?),
+            "--png" => png = Some(reader.path(flag)?),
+            "--server-name" => server_name = reader.text(flag)?,
+            "--seconds" => seconds = reader.whole(flag, 1..=24 * 3600)?,
+            "--from" => from = reader.whole(flag, 0..=u64::MAX)?,
+            _ => return Err(reader.unknown(flag)),
         }
+        Ok(())
+    })?;
+    if !run {
+        return Ok(None);
     }
-    parsed.addr = addr.ok_or(format!("the server's address is missing\n{USAGE}"))?;
-    parsed.trust = trust.ok_or(format!(
-        "--trust CERT.pem is missing: the certificate the server presents, or its authority's\n\
-         {USAGE}"
-    ))?;
-    Ok(Some(parsed))
+    let address = reader.positional(&["ADDR"])?.remove(0);
+    let addr = (address.to_str())
+        .and_then(|text| text.parse::<SocketAddr>().ok())
+        .ok_or_else(|| {
+            format!(
+                "client: `{}` is not an address IP:PORT (e.g. 127.0.0.1:4433)",
+                address.display()
+            )
+        })?;
+    let trust = trust.ok_or(
+        "client: --trust CERT.pem is missing: the certificate the server presents, or its \
+         authority's",
+    )?;
+    Ok(Some(Args {
+        addr,
+        trust,
+        server_name,
+        cert,
+        key,
+        seconds,
+        from,
+        check,
+        png,
+    }))
 }

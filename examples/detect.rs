@@ -13,7 +13,8 @@
 //! whitening of each channel from its 32 nearest (fitted on the device over a first pass).
 //! Negative peaks below 4.5 x each channel's MAD noise are found on the device and only they
 //! are downloaded, in recording samples; peaks on neighbouring channels within 0.5 ms merge into
-//! events, and an event matches a true spike within 0.4 ms and 60 um (`dspk_examples::events`).
+//! events, and an event matches a true spike within 0.4 ms and 60 um
+//! (`dspk::synapse::groundtruth::score_events`).
 //! Both passes are timed and counted. `--min-recall X --min-precision Y` make a score below
 //! them an error (exit status 1), as CI runs it. A recording that overflows or does not fit in
 //! memory is refused before anything is made.
@@ -23,14 +24,18 @@ use std::process::ExitCode;
 use dspk::ComputeTarget;
 use dspk::ops::design::{Band, butter};
 use dspk::ops::{
-    CommonReference, Pipeline, Polarity, Reference, SosFilter, StreamOptions, WindowStream,
+    CommonReference, CovarianceAccumulator, NoisePeaks, Pipeline, Polarity, Reference, SosFilter,
+    StreamOptions, WindowStream,
 };
-use dspk::synapse::groundtruth::GroundTruthConfig;
-use dspk_examples::events::{Bounds, Radius, merge_peaks, peaks_beyond_noise, score_events};
-use dspk_examples::passes::{Pass, speed_report};
+use dspk::synapse::groundtruth::{
+    Bounds, ChannelPeak, GroundTruthConfig, Radius, merge_peaks, score_events,
+};
+use dspk_cli::flags::Reader;
+use dspk_cli::passes::{Pass, speed_report};
+use dspk_cli::progress::run_stream;
+use dspk_cli::report::run_program;
 use dspk_examples::synthetic::generate_in_memory;
-use dspk_examples::whitening::fit_local_whitening;
-use dspk_examples::{Flags, MemoryLimit, checked_product, finish, parse_flags_and_fractions};
+use dspk_examples::{MemoryLimit, sample_count};
 
 const RATE_HZ: u64 = 30_000;
 /// Samples each window owns: 1 s.
@@ -44,14 +49,31 @@ const MATCH: Radius = Radius::new(12, 60.0);
 
 fn main() -> ExitCode {
     // SAFETY: first in main, no other thread yet.
-    unsafe { dspk_examples::quiet_vulkan_device_select() };
-    finish(run())
+    unsafe { run_program("detect", USAGE, parse_args, run) }
 }
 
+/// What the command line asked for.
+struct Args {
+    seconds: u64,
+    channels: u64,
+    units: u64,
+    bounds: Bounds,
+}
+
+const USAGE: &str = "usage: detect [--seconds N] [--channels N] [--units N] [--min-recall X] \
+                     [--min-precision Y]   (DSPK_RUNTIME=wgpu|cuda|hip|cpu)";
+
 /// Runs the detection the arguments ask for and prints its accuracy and speed.
-fn run() -> Result<(), Box<dyn std::error::Error>> {
-    let Some((config, bounds)) = parse_args()? else {
-        return Ok(());
+fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
+    let config = GroundTruthConfig {
+        channels: args.channels as usize,
+        num_samples: sample_count(args.seconds, RATE_HZ)?,
+        sample_rate_hz: RATE_HZ,
+        units: args.units as usize,
+        firing_rate_hz: [8.0, 8.0],
+        amplitude_uv: [84.0, 180.0],
+        seed: 2026,
+        ..GroundTruthConfig::default()
     };
     let made = generate_in_memory(&config, MemoryLimit::of_this_machine())?;
     let target = ComputeTarget::from_env()?;
@@ -84,14 +106,30 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     // recording (Kilosort4's 32 nearest channels; singular after the common reference, which
     // local_zca whitens as Kilosort4's SVD does).
     let mut stream = WindowStream::new(&client, made.source.clone(), front()?, &options)?;
-    let nearest = 32;
+    let mut covariance = CovarianceAccumulator::new(&client, channels)?;
     let fit = "windows (whitening fit)";
-    let fitted = fit_local_whitening(&client, &mut stream, fit, positions, nearest, 1e-6)?;
-    let fitting = Pass::of("whitening fit", &stream, fitted.1);
+    let mut seconds = run_stream(&mut stream, fit, |window| {
+        Ok(covariance.add_window(&client, window)?)
+    })?;
+    let solving = std::time::Instant::now();
+    let xy: Vec<(f64, f64)> = positions.iter().map(|&[x, y]| (x, y)).collect();
+    let whitening = covariance.local_whitening(&client, &xy, 32, 1e-6)?;
+    seconds += solving.elapsed().as_secs_f64();
+    let fitting = Pass::of("whitening fit", &stream, seconds);
     // Pass 2: the whitened recording's peaks below -4.5 MAD on each channel.
-    let mut stream = WindowStream::new(&client, made.source, front()?.with(fitted.0), &options)?;
+    let mut stream = WindowStream::new(&client, made.source, front()?.with(whitening), &options)?;
     let (distance, negative) = (MERGE.samples as usize, Polarity::Negative);
-    let (peaks, seconds) = peaks_beyond_noise(&client, &mut stream, negative, THRESHOLD, distance)?;
+    let mut finder = NoisePeaks::new(&client, stream.workspace(), negative, THRESHOLD, distance)?;
+    let mut peaks = Vec::new();
+    let seconds = run_stream(&mut stream, "windows (detection)", |window| {
+        let found = finder.find(&client, window)?;
+        peaks.extend(found.iter().map(|p| ChannelPeak {
+            sample: p.sample,
+            channel: p.channel as usize,
+            value: p.value,
+        }));
+        Ok(())
+    })?;
     let passes = [fitting, Pass::of("detection", &stream, seconds)];
 
     let events = merge_peaks(&peaks, positions, MERGE);
@@ -111,40 +149,38 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     println!("accuracy:  {score}");
     let duration = config.num_samples as f64 / RATE_HZ as f64;
     print!("{}", speed_report(&passes, duration));
-    Ok(bounds.check(score)?)
+    let bounds = args.bounds;
+    match bounds.shortfall(score) {
+        None => Ok(()),
+        Some(short) => Err(format!(
+            "{short} (--min-recall {}, --min-precision {})",
+            bounds.recall, bounds.precision
+        )
+        .into()),
+    }
 }
 
 /// The recording `--seconds N` (default 10), `--channels N` (default 64) and `--units N`
 /// (default 24) ask for, and the least score `--min-recall X` and `--min-precision Y` accept
-/// (default 0); `None` after printing the usage for `--help`.
-fn parse_args() -> Result<Option<(GroundTruthConfig, Bounds)>, Box<dyn std::error::Error>> {
-    let (mut seconds, mut channels, mut units, mut bounds) = (10, 64, 24, Bounds::default());
-    let flags = &mut [
-        ("--seconds", &mut seconds),
-        ("--channels", &mut channels),
-        ("--units", &mut units),
-    ];
-    let least = &mut [
-        ("--min-recall", &mut bounds.recall),
-        ("--min-precision", &mut bounds.precision),
-    ];
-    if parse_flags_and_fractions(std::env::args().skip(1), flags, least)? == Flags::Help {
-        println!(
-            "usage: detect [--seconds N] [--channels N] [--units N] [--min-recall X] \
-             [--min-precision Y]   (DSPK_RUNTIME=wgpu|cuda|hip|cpu)"
-        );
-        return Ok(None);
-    }
-    let what = format!("the sample count of --seconds {seconds} at {RATE_HZ} Hz");
-    let config = GroundTruthConfig {
-        channels: channels as usize,
-        num_samples: checked_product(&what, &[seconds, RATE_HZ])?,
-        sample_rate_hz: RATE_HZ,
-        units: units as usize,
-        firing_rate_hz: [8.0, 8.0],
-        amplitude_uv: [84.0, 180.0],
-        seed: 2026,
-        ..GroundTruthConfig::default()
+/// (default 0); `None` for `--help`.
+fn parse_args(mut reader: Reader) -> Result<Option<Args>, String> {
+    let mut args = Args {
+        seconds: 10,
+        channels: 64,
+        units: 24,
+        bounds: Bounds::default(),
     };
-    Ok(Some((config, bounds)))
+    let run = reader.read_flags(|reader, flag| {
+        match flag {
+            "--seconds" => args.seconds = reader.whole(flag, 1..=100_000)?,
+            "--channels" => args.channels = reader.whole(flag, 1..=100_000)?,
+            "--units" => args.units = reader.whole(flag, 1..=100_000)?,
+            "--min-recall" => args.bounds.recall = reader.fraction(flag)?,
+            "--min-precision" => args.bounds.precision = reader.fraction(flag)?,
+            _ => return Err(reader.unknown(flag)),
+        }
+        Ok(())
+    })?;
+    reader.positional(&[])?;
+    Ok(run.then_some(args))
 }

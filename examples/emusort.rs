@@ -1,18 +1,17 @@
 //! EMUsort (Kilosort4 adapted to intramuscular EMG) on the device, scored against an EMG-like
-//! ground truth; or any recording sorted with the EMUsort preset into a Phy folder.
+//! ground truth. (A recording of your own: `dspk sort PATH --preset emusort`.)
 //!
 //! ```text
 //! cargo run --release --example emusort                    # synthetic: 16 ch, 60 s, 8 motor units
 //! cargo run --release --example emusort -- --seconds 20 --delay-mode shared --min-units 5
 //! cargo run --release --example emusort -- --sweep Th_universal=7,9 --sweep Th_learned=6,8
-//! cargo run --release --example emusort -- PATH [--probe FILE] [--out DIR] [--set KEY=VALUE]
 //! ```
 //!
-//! Without PATH, an EMG-like recording is generated in memory
-//! (`dspk::synapse::groundtruth::EmgRecording`, seed `--seed`: contacts along the fibres,
-//! multiphasic motor-unit potentials that reach each channel with their own delay, or one
-//! shared delay profile with `--delay-mode shared`, recruitment that raises rates and overlaps).
-//! It is sorted with `KilosortSettings::emusort()` and scored as SpikeInterface's
+//! An EMG-like recording is generated in memory (`dspk::synapse::groundtruth::EmgRecording`,
+//! seed `--seed`: contacts along the fibres, multiphasic motor-unit potentials that reach each
+//! channel with their own delay, or one shared delay profile with `--delay-mode shared`,
+//! recruitment that raises rates and overlaps). It is sorted with `KilosortSettings::emusort()`
+//! (changed by `--set KEY=VALUE`) and scored as SpikeInterface's
 //! `compare_sorter_to_ground_truth` does (spikes within 0.4 ms, Hungarian matching), strictly
 //! and with one constant lag per sorted unit within ±3 ms (`score.py --max-lag-ms 3`, as
 //! EMUsort's own figures are scored). The channel delays found are printed beside the truth's
@@ -20,13 +19,8 @@
 //! `--sweep KEY=V1,V2,...` (repeatable) sorts every combination and keeps the run with the
 //! best EMUsort score, reporting all. `--min-units N --min-accuracy A` bound the lag-aligned
 //! result (exit status 1 below them), as CI runs it.
-//!
-//! With PATH (any format `dspk::open` reads) the recording is sorted with the EMUsort preset
-//! (its channels in file order on EMUsort's line probe, unless `--probe`) into a Phy folder, by
-//! default `<PATH stem>_dspk_sort/` beside it.
 
 use std::error::Error;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -36,48 +30,28 @@ use dspk::synapse::groundtruth::{
     DelayMode, EmgConfig, EmgRecording, MatchMode, align_lags, compare_to_ground_truth,
 };
 use dspk::{ComputeTarget, RecordingSource, SampleRate};
-use dspk_examples::finish;
-use dspk_examples::sorting::{
-    check_bounds, compare, print_summary, sort, sort_path, sorted_trains,
-};
+use dspk_cli::flags::Reader;
+use dspk_cli::progress::progress_bar;
+use dspk_cli::report::run_program;
+use dspk_cli::settings::{parse_set, settings};
+use dspk_cli::sorter::sort_with_bars;
+use dspk_examples::truth::{SortFlags, Summary, compare, sorted_trains};
 
 /// Lag each sorted unit may carry against the truth when scored lag-aligned, ms.
 const MAX_LAG_MS: f64 = 3.0;
 
 fn main() -> ExitCode {
     // SAFETY: first in main, no other thread yet.
-    unsafe { dspk_examples::quiet_vulkan_device_select() };
-    finish(run())
-}
-
-fn run() -> Result<(), Box<dyn Error>> {
-    let Some(args) = parse_args()? else {
-        return Ok(());
-    };
-    let mut settings = KilosortSettings::emusort();
-    for (key, value) in &args.sets {
-        settings
-            .set(key, value)
-            .map_err(|e| format!("--set {key}={value}: {e}"))?;
-    }
-    match &args.path {
-        Some(path) => {
-            if args.probe.is_some() {
-                settings.line_probe_pitch = None;
-            }
-            sort_path(path, args.probe.as_deref(), args.out.as_deref(), settings)
-        }
-        None => sort_ground_truth(&args, settings),
-    }
+    unsafe { run_program("emusort", USAGE, parse_args, run) }
 }
 
 /// The synthetic EMG recording: generated, sorted (or swept), scored.
-fn sort_ground_truth(args: &Args, settings: KilosortSettings) -> Result<(), Box<dyn Error>> {
+fn run(args: Args) -> Result<(), Box<dyn Error>> {
     let config = EmgConfig {
-        duration_s: args.seconds as f64,
-        channels: args.channels as usize,
-        units: args.units as usize,
-        seed: args.seed,
+        duration_s: args.truth.seconds as f64,
+        channels: args.truth.channels as usize,
+        units: args.truth.units as usize,
+        seed: args.truth.seed,
         delay_mode: args.delay_mode,
         ..EmgConfig::default()
     };
@@ -87,7 +61,7 @@ fn sort_ground_truth(args: &Args, settings: KilosortSettings) -> Result<(), Box<
         "recording: synthetic EMG, {} channels x {} s at {} Hz, {} motor units, {} true \
          spikes, delays per {}, seed {} (made in {:.2} s)",
         config.channels,
-        args.seconds,
+        args.truth.seconds,
         config.sample_rate_hz,
         config.units,
         truth.spike_times().len(),
@@ -95,15 +69,27 @@ fn sort_ground_truth(args: &Args, settings: KilosortSettings) -> Result<(), Box<
             DelayMode::Unit => "unit",
             DelayMode::Shared => "recording (shared)",
         },
-        args.seed,
+        args.truth.seed,
         started.elapsed().as_secs_f64()
     );
     let probe = SortProbe::from_probe(truth.probe(), config.channels, &[])?;
     let source: Arc<dyn RecordingSource> = truth.clone();
+    let target = ComputeTarget::from_env()?;
+    let client = target.client()?;
+    println!(
+        "runtime:   {target} on {}",
+        client.properties().identity.name
+    );
     let output = if args.sweeps.is_empty() {
-        sort(settings, source, &probe)?
+        let sorted = sort_with_bars(&client, args.settings, source, &probe)?;
+        print!("{}", sorted.report(config.duration_s));
+        sorted.output
     } else {
-        sweep(&settings, &args.sweeps, source, &probe)?
+        let device = SweepDevice {
+            client,
+            target: Some(target),
+        };
+        sweep(device, &args.settings, &args.sweeps, source, &probe)?
     };
 
     let rate = SampleRate::from_hz(config.sample_rate_hz)?;
@@ -111,7 +97,7 @@ fn sort_ground_truth(args: &Args, settings: KilosortSettings) -> Result<(), Box<
     let gt = truth.spike_trains();
     let strict = compare(&gt, &output.sorting, rate)?;
     println!("strict (spikes within 0.4 ms of the truth's landmark):");
-    let _ = print_summary(&strict);
+    print!("{}", Summary::of(&strict));
     let aligned = align_lags(&gt, &sorted_trains(&output.sorting)?, rate, MAX_LAG_MS, 0.4)?;
     let lagged = compare_to_ground_truth(&gt, &aligned.trains, rate, &Default::default())?;
     let performance = lagged.performance(MatchMode::Hungarian);
@@ -135,32 +121,29 @@ fn sort_ground_truth(args: &Args, settings: KilosortSettings) -> Result<(), Box<
             p.precision
         );
     }
-    let (well, mean) = print_summary(&lagged);
+    let summary = Summary::of(&lagged);
+    print!("{summary}");
     let score = dspk::kilosort::export::score::run_score(&output.units);
     println!(
         "EMUsort score: {} (mean over units)",
         score.map_or("n/a".to_string(), |s| format!("{s:.4}"))
     );
-    check_bounds(well, mean, args.min_units, args.min_accuracy)
+    Ok(summary.check(args.truth.min_units, args.truth.min_accuracy)?)
 }
 
-/// Every combination of `axes` over `source`, on the device `DSPK_RUNTIME` names; the report,
-/// and the best run's output.
+/// Every combination of `axes` over `source`, on `device`; the report, and the best run's
+/// output.
 fn sweep(
+    device: SweepDevice,
     base: &KilosortSettings,
     axes: &[(String, Vec<String>)],
     source: Arc<dyn RecordingSource>,
     probe: &SortProbe,
 ) -> Result<SortOutput, Box<dyn Error>> {
     let runs = sweep_grid(base, axes)?;
-    let target = ComputeTarget::from_env()?;
-    let device = SweepDevice {
-        client: target.client()?,
-        target: Some(target),
-    };
-    println!("runtime:   {target}; sweeping {} settings", runs.len());
+    println!("sweeping:  {} settings", runs.len());
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let bar = dspk_examples::progress_bar(runs.len() as u64, "runs");
+    let bar = progress_bar(runs.len() as u64, "runs");
     let started = std::time::Instant::now();
     let swept = run_sweep(
         &[device],
@@ -225,128 +208,51 @@ fn print_delays(output: &SortOutput, truth: &EmgRecording) {
 
 /// What the command line asked for.
 struct Args {
-    path: Option<PathBuf>,
-    probe: Option<PathBuf>,
-    out: Option<PathBuf>,
-    sets: Vec<(String, String)>,
+    truth: SortFlags,
+    settings: KilosortSettings,
     sweeps: Vec<(String, Vec<String>)>,
-    seconds: u64,
-    channels: u64,
-    units: u64,
-    seed: u64,
     delay_mode: DelayMode,
-    min_units: u64,
-    min_accuracy: f64,
 }
 
 const USAGE: &str = "usage: emusort [--seconds N] [--channels N] [--units N] [--seed N] \
                      [--delay-mode unit|shared] [--set KEY=VALUE ...] [--sweep KEY=V1,V2 ...] \
-                     [--min-units N] [--min-accuracy A]\n       \
-                     emusort PATH [--probe FILE] [--out DIR] [--set KEY=VALUE ...]\n\
-                     (DSPK_RUNTIME=wgpu|cuda|hip|cpu; KEY: Kilosort4/EMUsort setting names)";
+                     [--min-units N] [--min-accuracy A]\n\
+                     (DSPK_RUNTIME=wgpu|cuda|hip|cpu; KEY: Kilosort4/EMUsort setting names; a \
+                     recording of your own: dspk sort PATH --preset emusort)";
 
-/// The arguments; `None` after printing the usage for `--help`.
-fn parse_args() -> Result<Option<Args>, Box<dyn Error>> {
-    let mut parsed = Args {
-        path: None,
-        probe: None,
-        out: None,
-        sets: Vec::new(),
-        sweeps: Vec::new(),
-        seconds: 60,
-        channels: 16,
-        units: 8,
-        seed: 1,
-        delay_mode: DelayMode::Unit,
-        min_units: 0,
-        min_accuracy: 0.0,
-    };
-    let mut args = std::env::args_os().skip(1);
-    let whole =
-        |name: &str, value: Option<std::ffi::OsString>, least: u64| -> Result<u64, String> {
-            value
-                .and_then(|v| v.to_str()?.parse().ok())
-                .filter(|&v| v >= least && v <= 100_000)
-                .ok_or(format!(
-                    "{name} needs a whole number from {least} to 100000"
-                ))
-        };
-    let pair =
-        |flag: &str, value: Option<std::ffi::OsString>| -> Result<(String, String), String> {
-            let text = value
-                .and_then(|v| v.into_string().ok())
-                .ok_or(format!("{flag} needs KEY=VALUE"))?;
-            let (key, value) = text
-                .split_once('=')
-                .ok_or(format!("{flag} {text}: expected KEY=VALUE"))?;
-            Ok((key.to_string(), value.to_string()))
-        };
-    let mut synthetic_only = None;
-    while let Some(arg) = args.next() {
-        let flag = arg.to_str().unwrap_or("");
-        if [
-            "--seconds",
-            "--channels",
-            "--units",
-            "--seed",
-            "--delay-mode",
-            "--sweep",
-            "--min-units",
-            "--min-accuracy",
-        ]
-        .contains(&flag)
-        {
-            synthetic_only = Some(flag.to_string());
+/// The arguments; `None` for `--help`.
+fn parse_args(mut reader: Reader) -> Result<Option<Args>, String> {
+    let mut truth = SortFlags::new(60, (16, 2), 8, 1);
+    let (mut sweeps, mut delay_mode) = (Vec::new(), DelayMode::Unit);
+    let run = reader.read_flags(|reader, flag| {
+        if truth.read(reader, flag)? {
+            return Ok(());
         }
         match flag {
-            "-h" | "--help" => {
-                println!("{USAGE}");
-                return Ok(None);
-            }
-            "--seconds" => parsed.seconds = whole("--seconds", args.next(), 1)?,
-            "--channels" => parsed.channels = whole("--channels", args.next(), 2)?,
-            "--units" => parsed.units = whole("--units", args.next(), 1)?,
-            "--seed" => parsed.seed = whole("--seed", args.next(), 0)?,
-            "--min-units" => parsed.min_units = whole("--min-units", args.next(), 0)?,
             "--delay-mode" => {
-                parsed.delay_mode = match args.next().and_then(|v| v.into_string().ok()).as_deref()
-                {
-                    Some("unit") => DelayMode::Unit,
-                    Some("shared") => DelayMode::Shared,
-                    _ => return Err("--delay-mode needs `unit` or `shared`".into()),
+                delay_mode = match reader.text(flag)?.as_str() {
+                    "unit" => DelayMode::Unit,
+                    "shared" => DelayMode::Shared,
+                    _ => return Err("emusort --delay-mode needs `unit` or `shared`".into()),
                 };
             }
-            "--min-accuracy" => {
-                parsed.min_accuracy = args
-                    .next()
-                    .and_then(|v| v.to_str()?.parse().ok())
-                    .filter(|v| (0.0..=1.0).contains(v))
-                    .ok_or("--min-accuracy needs a number from 0 to 1")?;
-            }
-            "--out" => parsed.out = Some(args.next().ok_or("--out needs a folder")?.into()),
-            "--probe" => parsed.probe = Some(args.next().ok_or("--probe needs a file")?.into()),
-            "--set" => parsed.sets.push(pair("--set", args.next())?),
             "--sweep" => {
-                let (key, values) = pair("--sweep", args.next())?;
-                let values: Vec<String> = values.split(',').map(str::to_string).collect();
-                parsed.sweeps.push((key, values));
+                let text = reader.text(flag)?;
+                let (key, values) = parse_set(&text)
+                    .map_err(|_| format!("emusort --sweep {text}: expected KEY=V1,V2,..."))?;
+                let values = values.split(',').map(|v| v.trim().to_string()).collect();
+                sweeps.push((key, values));
             }
-            other if other.starts_with('-') => {
-                return Err(format!("unknown argument `{other}` (try --help)").into());
-            }
-            _ if parsed.path.is_none() => parsed.path = Some(PathBuf::from(arg)),
-            _ => return Err(format!("unexpected argument {arg:?} (try --help)").into()),
+            _ => return Err(reader.unknown(flag)),
         }
-    }
-    if let (Some(path), Some(flag)) = (&parsed.path, synthetic_only) {
-        return Err(format!(
-            "{flag} is for the synthetic recording; {} is sorted as it is",
-            path.display()
-        )
-        .into());
-    }
-    if parsed.path.is_none() && (parsed.probe.is_some() || parsed.out.is_some()) {
-        return Err("--probe and --out are for a recording given as PATH".into());
-    }
-    Ok(Some(parsed))
+        Ok(())
+    })?;
+    reader.positional(&[])?;
+    let settings = settings(Some("emusort"), &truth.sets)?;
+    Ok(run.then_some(Args {
+        truth,
+        settings,
+        sweeps,
+        delay_mode,
+    }))
 }

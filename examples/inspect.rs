@@ -8,10 +8,10 @@
 //! PATH is what a user would point at: a SpikeGLX `.bin`/`.meta`, an mtscomp `.cbin`, an Open
 //! Ephys recording folder or `structure.oebin`, an `.nwb` file or NWB-Zarr store, an Intan
 //! `.rhd`, a Phy folder, a raw file with a sidecar, a SpikeInterface binary folder or Zarr
-//! store. The format is picked from the path and metadata only (`dspk::open`). Unless
-//! `--header-only` is given, the whole recording is then read in one-second windows of scaled
-//! values (a progress bar on a terminal), and each channel's range and any non-finite values
-//! are printed with the read speed. A recording without samples is an error (exit status 1),
+//! store. The format is picked from the path and metadata only (`dspk::open`), and the header
+//! is printed as `dspk info` prints it. Unless `--header-only` is given, the whole recording is
+//! then read in one-second windows of scaled values (a progress bar on a terminal), and each
+//! channel's range and any non-finite values are printed with the read speed. A recording without samples is an error (exit status 1),
 //! as is any error opening or reading it: its message and causes are printed on stderr.
 
 use std::path::PathBuf;
@@ -19,71 +19,52 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use dspk::RecordingSource;
-use dspk_examples::{
-    describe_scaling, finish, human_bytes, human_rate, progress_bar, require_samples,
-};
-
-/// Channels listed one by one; more are summarised.
-const LISTED: usize = 8;
+use dspk_cli::describe::{LISTED, describe, human_bytes, human_rate};
+use dspk_cli::flags::Reader;
+use dspk_cli::progress::progress_bar;
+use dspk_cli::recording::{open, require_samples};
+use dspk_cli::report::run_program;
 
 fn main() -> ExitCode {
-    finish(run())
+    // SAFETY: first in main, no other thread yet.
+    unsafe { run_program("inspect", USAGE, parse_args, run) }
 }
 
-/// Parses the arguments, opens the recording, prints what it holds and reads it through.
-fn run() -> Result<(), Box<dyn std::error::Error>> {
-    let mut path = None;
-    let mut header_only = false;
-    for arg in std::env::args().skip(1) {
-        match arg.as_str() {
-            "--header-only" => header_only = true,
-            "-h" | "--help" => {
-                println!("usage: inspect PATH [--header-only]");
-                return Ok(());
-            }
-            _ if path.is_none() => path = Some(PathBuf::from(arg)),
-            _ => return Err(format!("unexpected argument `{arg}`").into()),
-        }
-    }
-    let path = path.ok_or("usage: inspect PATH [--header-only] (a recording file or folder)")?;
+const USAGE: &str = "usage: inspect PATH [--header-only]   (a recording file or folder)";
 
-    let mut registry = dspk::io::Registry::default();
-    dspk::synapse::register_formats(&mut registry);
-    let format = registry
-        .detect(&path)
-        .map_or("none", dspk::io::Format::name)
-        .to_string();
-    let recording = registry.open(&path)?;
-    let info = recording.info();
-    let rate = info.sample_rate;
-    println!("path:      {}", path.display());
-    println!("format:    {format}");
-    println!(
-        "recording: {} channels x {} samples at {rate} ({:.3} s), stored as {:?}, starts at {} s",
-        info.num_channels(),
-        info.num_samples,
-        info.duration().as_secs_f64(),
-        info.stored_format,
-        info.start_time.as_secs_f64(),
-    );
-    for (index, channel) in info.channels.iter().enumerate().take(LISTED) {
-        println!(
-            "  {index:>4} {:<16} {}",
-            channel.name,
-            describe_scaling(channel.gain, channel.offset, &channel.unit)
-        );
+/// What the command line asked for.
+struct Args {
+    path: PathBuf,
+    header_only: bool,
+}
+
+/// `PATH` and `--header-only`; `None` for `--help`.
+fn parse_args(mut reader: Reader) -> Result<Option<Args>, String> {
+    let mut header_only = false;
+    let run = reader.read_flags(|reader, flag| {
+        match flag {
+            "--header-only" => header_only = true,
+            _ => return Err(reader.unknown(flag)),
+        }
+        Ok(())
+    })?;
+    if !run {
+        return Ok(None);
     }
-    if info.num_channels() > LISTED {
-        println!("  ... {} more", info.num_channels() - LISTED);
-    }
-    if !info.metadata.is_empty() {
-        println!("metadata:  {} entries", info.metadata.len());
-    }
-    require_samples(info)?;
-    if header_only {
+    let path = reader.positional(&["PATH"])?.remove(0);
+    Ok(Some(Args { path, header_only }))
+}
+
+/// Opens the recording, prints what it holds and reads it through.
+fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
+    let opened = open(&args.path)?;
+    let recording = opened.source.as_ref();
+    print!("{}", describe(&args.path, &opened.format, recording));
+    require_samples(&args.path, recording.info())?;
+    if args.header_only {
         return Ok(());
     }
-    read_through(recording.as_ref())
+    read_through(recording)
 }
 
 /// Reads every sample of every channel in one-second windows and prints each channel's range.

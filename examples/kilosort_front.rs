@@ -24,11 +24,12 @@ use std::time::Instant;
 use dspk::ComputeTarget;
 use dspk::io::{ByteOrder, NpyArray, RawRecording, RawSpec, SampleOrder};
 use dspk::kilosort::{Kilosort4, KilosortSettings, RunOptions, SortProbe};
-use dspk::synapse::groundtruth::{Drift, GroundTruthConfig, GroundTruthRecording};
+use dspk::synapse::groundtruth::{Drift, GroundTruthConfig, GroundTruthRecording, recalled};
 use dspk::{ChannelInfo, RecordingSource, SampleFormat, SampleRate};
-use dspk_examples::finish;
-use dspk_examples::recall::recalled;
-use indicatif::{ProgressBar, ProgressStyle};
+use dspk_cli::flags::Reader;
+use dspk_cli::progress::StageBars;
+use dspk_cli::report::run_program;
+use dspk_cli::settings::{parse_set, settings};
 
 /// True units whose peak is at least this large count in the recall (µV).
 const MIN_AMPLITUDE_UV: f64 = 50.0;
@@ -46,18 +47,11 @@ struct Case {
 
 fn main() -> ExitCode {
     // SAFETY: first in main, no other thread yet.
-    unsafe { dspk_examples::quiet_vulkan_device_select() };
-    finish(run())
+    unsafe { run_program("kilosort_front", USAGE, parse_args, run) }
 }
 
-fn run() -> Result<(), Box<dyn Error>> {
-    let Some(args) = parse_args()? else {
-        return Ok(());
-    };
-    let mut settings = KilosortSettings::default();
-    for (key, value) in &args.sets {
-        settings.set(key, value)?;
-    }
+fn run(args: Args) -> Result<(), Box<dyn Error>> {
+    let settings = &args.settings;
     let case = match &args.bench {
         Some(dir) => bench_case(dir)?,
         None => synthetic_case(&args)?,
@@ -74,23 +68,19 @@ fn run() -> Result<(), Box<dyn Error>> {
         seconds,
         case.truth.len()
     );
-    let bar = ProgressBar::new(0).with_style(
-        ProgressStyle::with_template("{msg:>20} [{bar:30}] {pos}/{len} windows, eta {eta}")?
-            .progress_chars("=> "),
-    );
+    let mut bars = StageBars::new();
     let started = Instant::now();
-    let front = Kilosort4::new(settings)
+    let front = Kilosort4::new(settings.clone())
         .with_options(RunOptions {
             target: Some(target),
             ..RunOptions::default()
         })
         .run_front(&client, case.source.clone(), &case.probe, &mut |p| {
-            bar.set_message(p.stage);
-            bar.set_length(p.total as u64);
-            bar.set_position(p.done as u64);
-        })?;
+            bars.update(p.stage, p.done, p.total);
+        });
+    bars.finish();
+    let front = front?;
     let wall = started.elapsed().as_secs_f64();
-    bar.finish_and_clear();
     for stage in &front.stages {
         println!("stage      {stage}");
     }
@@ -124,6 +114,14 @@ fn run() -> Result<(), Box<dyn Error>> {
         "total:     {wall:.3} s for {seconds:.1} s of recording ({:.1}x real time)",
         seconds / wall
     );
+    // Guards `--min-recall`, which was read and never checked: a recall below it passed.
+    if recall < args.min_recall || recall.is_nan() {
+        return Err(format!(
+            "recall {recall:.4} is below --min-recall {}",
+            args.min_recall
+        )
+        .into());
+    }
     Ok(())
 }
 
@@ -214,62 +212,42 @@ fn bench_case(dir: &Path) -> Result<Case, Box<dyn Error>> {
 /// What the command line asked for.
 struct Args {
     bench: Option<PathBuf>,
-    sets: Vec<(String, String)>,
+    settings: KilosortSettings,
     seconds: u64,
     channels: usize,
     units: usize,
     min_recall: f64,
 }
 
+const USAGE: &str = "usage: kilosort_front [--bench DIR] [--seconds N] [--channels N] [--units N] \
+                     [--set KEY=VALUE ...] [--min-recall X]   (DSPK_RUNTIME=wgpu|cuda|hip|cpu)";
+
 /// `--bench DIR`, `--set KEY=VALUE` (repeatable), `--seconds N`, `--channels N`, `--units N`,
-/// `--min-recall X`; `None` after printing the usage.
-fn parse_args() -> Result<Option<Args>, Box<dyn Error>> {
+/// `--min-recall X`; `None` for `--help`.
+fn parse_args(mut reader: Reader) -> Result<Option<Args>, String> {
+    let mut sets = Vec::new();
     let mut parsed = Args {
         bench: None,
-        sets: Vec::new(),
+        settings: KilosortSettings::default(),
         seconds: 20,
         channels: 64,
         units: 24,
         min_recall: 0.0,
     };
-    let mut args = std::env::args().skip(1);
-    let number = |name: &str, value: Option<String>| -> Result<u64, String> {
-        value
-            .and_then(|v| v.parse().ok())
-            .filter(|&v| v > 0 && v <= 100_000)
-            .ok_or(format!("{name} needs a whole number from 1 to 100000"))
-    };
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "-h" | "--help" => {
-                println!(
-                    "usage: kilosort_front [--bench DIR] [--seconds N] [--channels N] [--units N] \
-                     [--set KEY=VALUE ...] [--min-recall X]   (DSPK_RUNTIME=wgpu|cuda|hip|cpu)"
-                );
-                return Ok(None);
-            }
-            "--bench" => {
-                parsed.bench = Some(PathBuf::from(args.next().ok_or("--bench needs a folder")?))
-            }
-            "--seconds" => parsed.seconds = number("--seconds", args.next())?,
-            "--channels" => parsed.channels = number("--channels", args.next())? as usize,
-            "--units" => parsed.units = number("--units", args.next())? as usize,
-            "--min-recall" => {
-                parsed.min_recall = args
-                    .next()
-                    .and_then(|v| v.parse().ok())
-                    .filter(|v| (0.0..=1.0).contains(v))
-                    .ok_or("--min-recall needs a number from 0 to 1")?;
-            }
-            "--set" => {
-                let kv = args.next().ok_or("--set needs KEY=VALUE")?;
-                let (k, v) = kv
-                    .split_once('=')
-                    .ok_or(format!("--set {kv}: expected KEY=VALUE"))?;
-                parsed.sets.push((k.to_string(), v.to_string()));
-            }
-            other => return Err(format!("unknown argument `{other}` (try --help)").into()),
+    let run = reader.read_flags(|reader, flag| {
+        let count = |reader: &mut Reader| reader.whole(flag, 1..=100_000);
+        match flag {
+            "--bench" => parsed.bench = Some(reader.path(flag)?),
+            "--seconds" => parsed.seconds = count(reader)?,
+            "--channels" => parsed.channels = count(reader)? as usize,
+            "--units" => parsed.units = count(reader)? as usize,
+            "--min-recall" => parsed.min_recall = reader.fraction(flag)?,
+            "--set" => sets.push(parse_set(&reader.text(flag)?)?),
+            _ => return Err(reader.unknown(flag)),
         }
-    }
-    Ok(Some(parsed))
+        Ok(())
+    })?;
+    reader.positional(&[])?;
+    parsed.settings = settings(None, &sets)?;
+    Ok(run.then_some(parsed))
 }

@@ -36,7 +36,9 @@ use dspk::stream::{
 };
 use dspk::synapse::groundtruth::{GroundTruthConfig, GroundTruthRecording};
 use dspk::view::{BuildOptions, LocalBackend, Pyramid, PyramidBuild, PyramidLayout};
-use dspk_examples::{finish, whole_number};
+use dspk_cli::describe::human_bytes;
+use dspk_cli::flags::Reader;
+use dspk_cli::report::run_program;
 
 const USAGE: &str = "usage: serve [PATH] [--addr IP:PORT] [--cert CERT.pem --key KEY.pem | \
                      --self-signed DIR] [--client-ca CA.pem] [--real-time] [--loop] \
@@ -59,14 +61,10 @@ struct Args {
 
 fn main() -> ExitCode {
     // SAFETY: first in main, no other thread yet.
-    unsafe { dspk_examples::quiet_vulkan_device_select() };
-    finish(run())
+    unsafe { run_program("serve", USAGE, parse_args, run) }
 }
 
-fn run() -> Result<(), Box<dyn Error>> {
-    let Some(args) = parse_args()? else {
-        return Ok(());
-    };
+fn run(args: Args) -> Result<(), Box<dyn Error>> {
     let (source, name) = recording(&args)?;
     let info = source.info().clone();
     println!(
@@ -117,7 +115,7 @@ fn run() -> Result<(), Box<dyn Error>> {
     println!(
         "frames:    {} samples ({} of {}), {}{}",
         header.frame_samples,
-        dspk_examples::human_bytes(
+        human_bytes(
             header.frame_samples as f64
                 * info.num_channels() as f64
                 * info.stored_format.size() as f64
@@ -269,10 +267,11 @@ fn print_stats(stats: &ServerStats) {
     );
 }
 
-fn parse_args() -> Result<Option<Args>, Box<dyn Error>> {
+/// The arguments; `None` for `--help`.
+fn parse_args(mut reader: Reader) -> Result<Option<Args>, String> {
     let mut parsed = Args {
         path: None,
-        addr: "127.0.0.1:4433".parse()?,
+        addr: SocketAddr::from(([127, 0, 0, 1], 4433)),
         cert: None,
         key: None,
         self_signed: None,
@@ -284,47 +283,32 @@ fn parse_args() -> Result<Option<Args>, Box<dyn Error>> {
         save: None,
         run_for: None,
     };
-    let mut args = std::env::args_os().skip(1);
-    while let Some(arg) = args.next() {
-        let mut path = |flag: &str| {
-            args.next()
-                .map(PathBuf::from)
-                .ok_or(format!("{flag} needs a path"))
-        };
-        match arg.to_str().unwrap_or("") {
-            "-h" | "--help" => {
-                println!("{USAGE}");
-                return Ok(None);
-            }
+    let run = reader.read_flags(|reader, flag| {
+        match flag {
             "--addr" => {
-                let text = args.next().and_then(|v| v.into_string().ok());
-                parsed.addr = text
-                    .as_deref()
-                    .and_then(|t| t.parse().ok())
-                    .ok_or("--addr needs IP:PORT (e.g. 127.0.0.1:4433, or port 0 for any)")?;
+                let expected = "IP:PORT (e.g. 127.0.0.1:4433, or port 0 for any)";
+                parsed.addr = reader.parsed(flag, expected)?;
             }
-            "--cert" => parsed.cert = Some(path("--cert")?),
-            "--key" => parsed.key = Some(path("--key")?),
-            "--self-signed" => parsed.self_signed = Some(path("--self-signed")?),
-            "--client-ca" => parsed.client_ca = Some(path("--client-ca")?),
-            "--save" => parsed.save = Some(path("--save")?),
+            "--cert" => parsed.cert = Some(reader.path(flag)?),
+            "--key" => parsed.key = Some(reader.path(flag)?),
+            "--self-signed" => parsed.self_signed = Some(reader.path(flag)?),
+            "--client-ca" => parsed.client_ca = Some(reader.path(flag)?),
+            "--save" => parsed.save = Some(reader.path(flag)?),
             "--real-time" => parsed.real_time = true,
             "--loop" => parsed.looped = true,
-            "--seconds" => parsed.seconds = whole_number("--seconds", args.next(), 1, 3600)?,
-            "--seed" => parsed.seed = whole_number("--seed", args.next(), 1, u64::MAX)?,
+            "--seconds" => parsed.seconds = reader.whole(flag, 1..=3600)?,
+            "--seed" => parsed.seed = reader.whole(flag, 1..=u64::MAX)?,
             "--for" => {
-                let seconds = whole_number("--for", args.next(), 1, 7 * 24 * 3600)?;
+                let seconds = reader.whole(flag, 1..=7 * 24 * 3600)?;
                 parsed.run_for = Some(Duration::from_secs(seconds));
             }
-            flag if flag.starts_with('-') => {
-                return Err(format!("unknown flag `{flag}` (try --help)").into());
-            }
-            _ if parsed.path.is_none() => parsed.path = Some(arg.into()),
-            _ => return Err("more than one recording path given".into()),
+            _ => return Err(reader.unknown(flag)),
         }
-    }
+        Ok(())
+    })?;
+    parsed.path = reader.optional("PATH")?;
     if parsed.path.is_some() && parsed.save.is_some() {
-        return Err("--save writes the generated recording: give it without a PATH".into());
+        return Err("serve --save writes the generated recording: give it without a PATH".into());
     }
-    Ok(Some(parsed))
+    Ok(run.then_some(parsed))
 }

@@ -19,9 +19,11 @@ use std::sync::Arc;
 
 use dspk::ops::{Pipeline, StreamOptions, WindowStream};
 use dspk::{ComputeTarget, RecordingSource, SampleRate, SyntheticRecording};
-use dspk_examples::{
-    Flags, checked_product, finish, human_bytes, human_rate, parse_flags, run_stream, window_bytes,
-};
+use dspk_cli::describe::{human_bytes, human_rate};
+use dspk_cli::flags::Reader;
+use dspk_cli::progress::run_stream;
+use dspk_cli::report::run_program;
+use dspk_examples::sample_count;
 
 const CHANNELS: usize = 384;
 const RATE_HZ: u64 = 30_000;
@@ -30,19 +32,15 @@ const WINDOW: u64 = 60_000;
 
 fn main() -> ExitCode {
     // SAFETY: first in main, no other thread yet.
-    unsafe { dspk_examples::quiet_vulkan_device_select() };
-    finish(run())
+    unsafe { run_program("stream", USAGE, parse_seconds, run) }
 }
 
+const USAGE: &str =
+    "usage: stream [--seconds N]   (DSPK_RUNTIME=wgpu|cuda|hip|cpu picks the runtime)";
+
 /// Streams the recording the arguments ask for and prints what crossed.
-fn run() -> Result<(), Box<dyn std::error::Error>> {
-    let Some(seconds) = parse_seconds()? else {
-        return Ok(());
-    };
-    let num_samples = checked_product(
-        &format!("the sample count of --seconds {seconds} at {RATE_HZ} Hz"),
-        &[seconds, RATE_HZ],
-    )?;
+fn run(seconds: u64) -> Result<(), Box<dyn std::error::Error>> {
+    let num_samples = sample_count(seconds, RATE_HZ)?;
     let target = ComputeTarget::from_env()?;
     let client = target.client()?;
     let properties = client.properties();
@@ -100,7 +98,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let windows = stream.schedule().len();
     let moved = stream.uploaded_bytes();
     let counted: u64 = (stream.schedule().iter())
-        .map(|w| window_bytes(CHANNELS, w.read_len(), format))
+        .map(|w| (CHANNELS * w.read_len() * format.size()) as u64)
         .sum();
     if moved != counted || !stream.uploads_stored() {
         return Err(format!("uploaded {moved} bytes, expected {counted} of {format}").into());
@@ -138,15 +136,16 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-/// `--seconds N` (default 20): how much recording to stream; `None` after printing the usage
-/// for `--help`.
-fn parse_seconds() -> Result<Option<u64>, String> {
+/// `--seconds N` (default 20): how much recording to stream; `None` for `--help`.
+fn parse_seconds(mut reader: Reader) -> Result<Option<u64>, String> {
     let mut seconds = 20;
-    if parse_flags(std::env::args().skip(1), &mut [("--seconds", &mut seconds)])? == Flags::Help {
-        println!(
-            "usage: stream [--seconds N]   (DSPK_RUNTIME=wgpu|cuda|hip|cpu picks the runtime)"
-        );
-        return Ok(None);
-    }
-    Ok(Some(seconds))
+    let run = reader.read_flags(|reader, flag| {
+        match flag {
+            "--seconds" => seconds = reader.whole(flag, 1..=100_000)?,
+            _ => return Err(reader.unknown(flag)),
+        }
+        Ok(())
+    })?;
+    reader.positional(&[])?;
+    Ok(run.then_some(seconds))
 }

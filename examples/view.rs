@@ -31,7 +31,10 @@ use dspk::view::{
     SignalBackend, View, ViewRequest, ViewSource,
 };
 use dspk::{ComputeTarget, RecordingSource};
-use dspk_examples::{finish, progress_bar, whole_number};
+use dspk_cli::describe::{human_bytes, human_rate};
+use dspk_cli::flags::Reader;
+use dspk_cli::progress::progress_bar;
+use dspk_cli::report::run_program;
 
 struct Args {
     path: Option<PathBuf>,
@@ -54,14 +57,13 @@ const MARGINS: usize = 110;
 
 fn main() -> ExitCode {
     // SAFETY: first in main, no other thread yet.
-    unsafe { dspk_examples::quiet_vulkan_device_select() };
-    finish(run())
+    unsafe { run_program("view", USAGE, parse_args, run) }
 }
 
-fn run() -> Result<(), Box<dyn Error>> {
-    let Some(args) = parse_args()? else {
-        return Ok(());
-    };
+const USAGE: &str = "usage: view [PATH] [--out DIR] [--cache DIR] [--channels A..B] [--width PX] \
+                     [--height PX] [--seconds S] [--seed N] [--threads N] [--device]";
+
+fn run(args: Args) -> Result<(), Box<dyn Error>> {
     let (source, name, file): (Arc<dyn RecordingSource>, String, Option<&Path>) = match &args.path {
         Some(path) => {
             let opened = dspk_cli::recording::open(path)?;
@@ -106,7 +108,7 @@ fn run() -> Result<(), Box<dyn Error>> {
         pyramid.bucket(0),
         pyramid.bucket(pyramid.levels() - 1),
         pyramid.layout().pages(),
-        dspk_examples::human_bytes(pyramid.layout().bytes() as f64),
+        human_bytes(pyramid.layout().bytes() as f64),
     );
     build(&args, &source, &pyramid)?;
 
@@ -212,7 +214,7 @@ fn build(
             * source.info().stored_format.size() as f64;
     println!(
         "pyramid: {todo} pages built in {seconds:.2} s ({} of stored samples)",
-        dspk_examples::human_rate(bytes, seconds)
+        human_rate(bytes, seconds)
     );
     Ok(())
 }
@@ -245,7 +247,8 @@ fn largest_deflection(view: &View) -> u64 {
     range.start + (range.end - range.start) / 2
 }
 
-fn parse_args() -> Result<Option<Args>, Box<dyn Error>> {
+/// The arguments; `None` for `--help`.
+fn parse_args(mut reader: Reader) -> Result<Option<Args>, String> {
     let mut parsed = Args {
         path: None,
         out: PathBuf::from("."),
@@ -258,44 +261,31 @@ fn parse_args() -> Result<Option<Args>, Box<dyn Error>> {
         threads: std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
         device: false,
     };
-    let mut args = std::env::args_os().skip(1);
-    while let Some(arg) = args.next() {
-        match arg.to_str().unwrap_or("") {
-            "-h" | "--help" => {
-                println!(
-                    "usage: view [PATH] [--out DIR] [--cache DIR] [--channels A..B] [--width PX] \
-                     [--height PX] [--seconds S] [--seed N] [--threads N] [--device]"
-                );
-                return Ok(None);
-            }
-            "--out" => parsed.out = args.next().ok_or("--out needs a folder")?.into(),
-            "--cache" => parsed.cache = Some(args.next().ok_or("--cache needs a folder")?.into()),
+    let run = reader.read_flags(|reader, flag| {
+        let pixels = |reader: &mut Reader| reader.whole(flag, 1..=16_000);
+        match flag {
+            "--out" => parsed.out = reader.path(flag)?,
+            "--cache" => parsed.cache = Some(reader.path(flag)?),
             "--channels" => {
-                let text = args.next().and_then(|v| v.into_string().ok());
-                let range = text
-                    .as_deref()
-                    .and_then(|t| t.split_once(".."))
+                let text = reader.text(flag)?;
+                let range = (text.split_once(".."))
                     .and_then(|(a, b)| Some(a.parse().ok()?..b.parse().ok()?))
-                    .ok_or("--channels needs A..B (e.g. 0..48)")?;
+                    .ok_or("view --channels needs A..B (e.g. 0..48)")?;
                 parsed.channels = Some(range);
             }
-            "--width" => parsed.width = whole_number("--width", args.next(), 1, 16_000)? as usize,
-            "--height" => parsed.height = whole_number("--height", args.next(), 1, 16_000)? as u32,
-            "--seconds" => parsed.seconds = whole_number("--seconds", args.next(), 1, 3600)?,
-            "--seed" => parsed.seed = whole_number("--seed", args.next(), 1, u64::MAX)?,
-            "--threads" => {
-                parsed.threads = whole_number("--threads", args.next(), 1, 256)? as usize
-            }
+            "--width" => parsed.width = pixels(reader)? as usize,
+            "--height" => parsed.height = pixels(reader)? as u32,
+            "--seconds" => parsed.seconds = reader.whole(flag, 1..=3600)?,
+            "--seed" => parsed.seed = reader.whole(flag, 1..=u64::MAX)?,
+            "--threads" => parsed.threads = reader.whole(flag, 1..=256)? as usize,
             "--device" => parsed.device = true,
-            flag if flag.starts_with('-') => {
-                return Err(format!("unknown flag `{flag}` (try --help)").into());
-            }
-            _ if parsed.path.is_none() => parsed.path = Some(arg.into()),
-            _ => return Err("more than one recording path given".into()),
+            _ => return Err(reader.unknown(flag)),
         }
-    }
+        Ok(())
+    })?;
+    parsed.path = reader.optional("PATH")?;
     if parsed.width <= MARGINS {
-        return Err(format!("--width must be more than {MARGINS} pixels").into());
+        return Err(format!("view --width must be more than {MARGINS} pixels"));
     }
-    Ok(Some(parsed))
+    Ok(run.then_some(parsed))
 }

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use dspk::synapse::groundtruth::{GroundTruthConfig, GroundTruthRecording, TrueSpike};
 use dspk::{MemoryRecording, RecordingSource};
 
-use crate::{MemoryLimit, Refusal, checked_sum_of_products};
+use crate::{Error, MemoryLimit, checked_sum_of_products};
 
 /// A generated recording: its truth (spikes, units, probe) and its int16 samples in memory.
 pub struct InMemory {
@@ -25,8 +25,8 @@ pub struct InMemory {
 ///
 /// # Errors
 ///
-/// [`Refusal::Overflow`] when a size does not fit in 64 bits.
-pub fn bytes_to_hold(config: &GroundTruthConfig) -> Result<u64, Refusal> {
+/// [`Error::Overflow`] when a size does not fit in 64 bits.
+pub fn bytes_to_hold(config: &GroundTruthConfig) -> Result<u64, Error> {
     let what = describe(config);
     let samples = [config.channels as u64, config.num_samples, 2];
     let seconds = config.num_samples.div_ceil(config.sample_rate_hz.max(1));
@@ -55,7 +55,7 @@ fn describe(config: &GroundTruthConfig) -> String {
 ///
 /// # Errors
 ///
-/// A [`Refusal`] for a recording that overflows or does not fit; the generator's or the
+/// An [`Error`] for a recording that overflows or does not fit; the generator's or the
 /// reader's error otherwise.
 pub fn generate_in_memory(
     config: &GroundTruthConfig,
@@ -112,15 +112,15 @@ mod tests {
         let error = generate_in_memory(&config(8192, 30_000_000), limit)
             .err()
             .expect("refused");
-        let refusal = error.downcast_ref::<Refusal>().expect("a refusal");
-        assert!(matches!(refusal, Refusal::Memory { needed, .. } if *needed > 491_000_000_000));
+        let refusal = error.downcast_ref::<Error>().expect("a refusal");
+        assert!(matches!(refusal, Error::Memory { needed, .. } if *needed > 491_000_000_000));
     }
 
     #[test]
     fn sizes_that_overflow_are_refused() {
         assert!(matches!(
             bytes_to_hold(&config(8192, u64::MAX / 4)),
-            Err(Refusal::Overflow { .. })
+            Err(Error::Overflow { .. })
         ));
     }
 }

@@ -1,5 +1,5 @@
-//! The command line: what each command takes, read by hand (no argument-parsing crate), and the
-//! help texts.
+//! The command line: what each command takes (read with the front-end's
+//! [`Reader`](dspk_cli::flags::Reader)), and the help texts.
 
 use std::ffi::OsString;
 use std::fmt::Write as _;
@@ -7,6 +7,8 @@ use std::path::PathBuf;
 
 use dspk::ComputeTarget;
 use dspk::kilosort::KilosortSettings;
+use dspk_cli::flags::{Arg, Reader};
+use dspk_cli::settings::parse_set;
 
 /// What the command line asked for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -132,107 +134,6 @@ fn topic(name: &str) -> Option<Topic> {
     }
 }
 
-/// Arguments of one command: each flag in the order given, and the positional ones.
-struct Reader {
-    command: &'static str,
-    args: std::vec::IntoIter<OsString>,
-    positional: Vec<PathBuf>,
-}
-
-/// One argument read by a [`Reader`].
-enum Arg {
-    /// `-h` / `--help`.
-    Help,
-    /// A flag (`--probe`).
-    Flag(String),
-    /// Anything not starting with `-` (or a lone `-`), kept in `positional`.
-    Positional,
-}
-
-impl Reader {
-    fn new(command: &'static str, args: Vec<OsString>) -> Self {
-        Self {
-            command,
-            args: args.into_iter(),
-            positional: Vec::new(),
-        }
-    }
-
-    /// The next argument, `None` at the end.
-    fn next(&mut self) -> Result<Option<Arg>, String> {
-        let Some(arg) = self.args.next() else {
-            return Ok(None);
-        };
-        let text = arg.to_string_lossy();
-        if text == "-h" || text == "--help" {
-            return Ok(Some(Arg::Help));
-        }
-        if text.starts_with('-') && text.len() > 1 {
-            return match arg.to_str() {
-                Some(flag) => Ok(Some(Arg::Flag(flag.to_string()))),
-                None => Err(format!("{}: unknown flag {arg:?}", self.command)),
-            };
-        }
-        self.positional.push(PathBuf::from(arg));
-        Ok(Some(Arg::Positional))
-    }
-
-    /// The value after `flag`, as a path.
-    fn path(&mut self, flag: &str) -> Result<PathBuf, String> {
-        self.args
-            .next()
-            .map(PathBuf::from)
-            .ok_or_else(|| format!("{} {flag} needs a value", self.command))
-    }
-
-    /// The value after `flag`, as text.
-    fn text(&mut self, flag: &str) -> Result<String, String> {
-        let value = self
-            .args
-            .next()
-            .ok_or_else(|| format!("{} {flag} needs a value", self.command))?;
-        value
-            .into_string()
-            .map_err(|v| format!("{} {flag}: the value {v:?} is not UTF-8", self.command))
-    }
-
-    /// An unknown flag's message.
-    fn unknown(&self, flag: &str) -> String {
-        format!("{}: unknown flag `{flag}`", self.command)
-    }
-
-    /// The positional arguments, which must be exactly `names` (named in the message).
-    fn positional(self, names: &[&str]) -> Result<Vec<PathBuf>, String> {
-        let given = self.positional.len();
-        if given < names.len() {
-            return Err(format!(
-                "{} needs {} (missing {})",
-                self.command,
-                names.join(" and "),
-                names[given]
-            ));
-        }
-        if given > names.len() {
-            return Err(format!(
-                "{}: unexpected argument `{}` (it takes {})",
-                self.command,
-                self.positional[names.len()].display(),
-                names.join(" and ")
-            ));
-        }
-        Ok(self.positional)
-    }
-}
-
-/// Sets `slot` once, refusing a second value of the same flag.
-fn once<T>(slot: &mut Option<T>, value: T, command: &str, flag: &str) -> Result<(), String> {
-    if slot.is_some() {
-        return Err(format!("{command}: {flag} given twice"));
-    }
-    *slot = Some(value);
-    Ok(())
-}
-
 fn parse_info(args: Vec<OsString>) -> Result<Command, String> {
     let mut reader = Reader::new("info", args);
     while let Some(arg) = reader.next()? {
@@ -264,7 +165,7 @@ fn parse_convert(args: Vec<OsString>) -> Result<Command, String> {
                         ));
                     }
                 };
-                once(&mut to, format, "convert", "--to")?;
+                reader.once(&mut to, format, "--to")?;
             }
             Arg::Flag(flag) if flag == "--overwrite" => overwrite = true,
             Arg::Flag(flag) => return Err(reader.unknown(&flag)),
@@ -292,10 +193,19 @@ fn parse_sort(args: Vec<OsString>) -> Result<Command, String> {
         match arg {
             Arg::Help => return Ok(Command::Help(Topic::Sort)),
             Arg::Flag(flag) => match flag.as_str() {
-                "--probe" => once(&mut probe, reader.path("--probe")?, "sort", "--probe")?,
-                "--out" => once(&mut out, reader.path("--out")?, "sort", "--out")?,
+                "--probe" => {
+                    let path = reader.path("--probe")?;
+                    reader.once(&mut probe, path, "--probe")?;
+                }
+                "--out" => {
+                    let path = reader.path("--out")?;
+                    reader.once(&mut out, path, "--out")?;
+                }
                 "--set" => sets.push(parse_set(&reader.text("--set")?)?),
-                "--preset" => once(&mut preset, reader.text("--preset")?, "sort", "--preset")?,
+                "--preset" => {
+                    let name = reader.text("--preset")?;
+                    reader.once(&mut preset, name, "--preset")?;
+                }
                 "--overwrite" => overwrite = true,
                 _ => return Err(reader.unknown(&flag)),
             },
@@ -311,48 +221,6 @@ fn parse_sort(args: Vec<OsString>) -> Result<Command, String> {
         sets,
         overwrite,
     }))
-}
-
-/// `KEY=VALUE` split at the first `=`.
-///
-/// # Errors
-///
-/// A usage message when there is no `=` or the key is empty.
-pub(crate) fn parse_set(pair: &str) -> Result<(String, String), String> {
-    match pair.split_once('=') {
-        Some((key, value)) if !key.trim().is_empty() => {
-            Ok((key.trim().to_string(), value.trim().to_string()))
-        }
-        _ => Err(format!(
-            "--set {pair}: expected KEY=VALUE (e.g. --set Th_learned=7); `dspk sort --help` \
-             lists the keys"
-        )),
-    }
-}
-
-/// The preset's settings (Kilosort4's defaults without one) with every `--set` applied in
-/// order.
-///
-/// # Errors
-///
-/// A usage message naming an unknown preset, or the pair that is refused (an unknown key, a
-/// value of the wrong type or out of range) and why.
-pub(crate) fn settings(
-    preset: Option<&str>,
-    sets: &[(String, String)],
-) -> Result<KilosortSettings, String> {
-    let mut settings = match preset {
-        Some(name) => {
-            KilosortSettings::preset(name).map_err(|e| format!("--preset {name}: {e}"))?
-        }
-        None => KilosortSettings::default(),
-    };
-    for (key, value) in sets {
-        settings
-            .set(key, value)
-            .map_err(|e| format!("--set {key}={value}: {e}"))?;
-    }
-    Ok(settings)
 }
 
 /// The usage lines (printed after a usage error).
@@ -422,7 +290,7 @@ at the sample rate (and the duration), the stored sample type, when it starts, e
 name and scaling (the first {listed}), metadata entries, and its probe where the format has one.
 
 {RECORDINGS}",
-            listed = crate::describe::LISTED,
+            listed = dspk_cli::describe::LISTED,
         ),
         Topic::Convert => format!(
             "dspk convert REC --to raw|zarr OUT [--overwrite]
@@ -591,28 +459,6 @@ mod tests {
                 recording: "-".into()
             }
         );
-    }
-
-    #[test]
-    fn settings_are_applied_in_order_and_refused_with_the_pair() {
-        let set = |line: &str| {
-            settings(
-                None,
-                &line
-                    .split_whitespace()
-                    .map(|p| parse_set(p).unwrap())
-                    .collect::<Vec<_>>(),
-            )
-        };
-        let s = set("Th_learned=7 nblocks=0 nblocks=5").unwrap();
-        assert_eq!((s.th_learned, s.nblocks), (7.0, 5));
-        let error = set("Th_learnd=7").unwrap_err();
-        assert!(error.starts_with("--set Th_learnd=7: "), "{error}");
-        assert!(error.contains("unknown setting"), "{error}");
-        let emg = settings(Some("emusort"), &[("notch_hz".into(), "50".into())]).unwrap();
-        assert_eq!((emg.nskip, emg.notch_hz), (2, Some(50.0)));
-        let error = settings(Some("emu"), &[]).unwrap_err();
-        assert!(error.starts_with("--preset emu: "), "{error}");
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! What `dspk info` prints about a recording (and `dspk sort` before it sorts): its format, size,
-//! sample rate, channels and probe, from the header alone.
+//! Recordings, probes, sizes and rates as the front-end prints them: what `dspk info` says of a
+//! recording (and `dspk sort` and the `inspect` example before they read it) from its header
+//! alone, and bytes and rates in decimal units.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -8,11 +9,25 @@ use dspk::RecordingSource;
 use dspk::synapse::Probe;
 
 /// Channels listed one by one; more are summarised in one line.
-pub(crate) const LISTED: usize = 8;
+pub const LISTED: usize = 8;
+
+/// `bytes` in decimal units, as [`dspk::format_bytes`] writes them (`"46.08 MB"`,
+/// `"1.20 GB"`), rounded to whole bytes (negative or NaN counts as 0).
+#[must_use]
+pub fn human_bytes(bytes: f64) -> String {
+    dspk::format_bytes(bytes.max(0.0).round() as u64)
+}
+
+/// `bytes` moved in `seconds` as a decimal rate: `"6.31 GB/s"`.
+#[must_use]
+pub fn human_rate(bytes: f64, seconds: f64) -> String {
+    format!("{}/s", human_bytes(bytes / seconds.max(f64::MIN_POSITIVE)))
+}
 
 /// How a channel's stored values become physical ones: `"0.5 uV per unit, offset -10 uV"`
 /// (the offset left out when zero, the unit when the channel has none).
-fn describe_scaling(gain: f64, offset: f64, unit: &str) -> String {
+#[must_use]
+pub fn describe_scaling(gain: f64, offset: f64, unit: &str) -> String {
     let unit = if unit.is_empty() {
         String::new()
     } else {
@@ -34,7 +49,8 @@ fn describe_scaling(gain: f64, offset: f64, unit: &str) -> String {
 ///      0 A0               0.195 uV per unit
 ///   ...
 /// ```
-pub(crate) fn describe(path: &Path, format: &str, recording: &dyn RecordingSource) -> String {
+#[must_use]
+pub fn describe(path: &Path, format: &str, recording: &dyn RecordingSource) -> String {
     let info = recording.info();
     let mut text = String::new();
     let _ = writeln!(text, "path:      {}", path.display());
@@ -67,7 +83,8 @@ pub(crate) fn describe(path: &Path, format: &str, recording: &dyn RecordingSourc
 }
 
 /// The `probe:` line of `dspk info`: the recording's probe, or that it has none.
-pub(crate) fn probe_line(probe: Option<&Probe>) -> String {
+#[must_use]
+pub fn probe_line(probe: Option<&Probe>) -> String {
     match probe {
         Some(probe) => format!("probe:     {}\n", describe_probe(probe)),
         None => "probe:     none in the recording\n".to_string(),
@@ -75,7 +92,8 @@ pub(crate) fn probe_line(probe: Option<&Probe>) -> String {
 }
 
 /// A probe in one line: contacts, shanks, how many are wired to a channel, and its name.
-pub(crate) fn describe_probe(probe: &Probe) -> String {
+#[must_use]
+pub fn describe_probe(probe: &Probe) -> String {
     let mut shanks: Vec<u32> = probe.contacts().iter().map(|c| c.shank).collect();
     shanks.sort_unstable();
     shanks.dedup();
@@ -101,6 +119,7 @@ pub(crate) fn describe_probe(probe: &Probe) -> String {
 mod tests {
     use super::*;
 
+    // Guards inspect's gains: they were printed as `value = stored x 5e-1 + -1e1 uV`.
     #[test]
     fn scaling_reads_as_a_sentence() {
         assert_eq!(
@@ -122,5 +141,16 @@ mod tests {
         );
         assert!(text.contains("  ... 2 more\n"), "{text}");
         assert_eq!(probe_line(None), "probe:     none in the recording\n");
+    }
+
+    #[test]
+    fn sizes_and_rates_in_decimal_units() {
+        assert_eq!(human_bytes(46_080_000.0), "46.08 MB");
+        assert_eq!(human_bytes(-3.0), human_bytes(0.0));
+        assert_eq!(human_rate(6_310_000_000.0, 1.0), "6.31 GB/s");
+        assert_eq!(
+            human_rate(2_000_000.0, 0.0),
+            human_rate(2e6, f64::MIN_POSITIVE)
+        );
     }
 }

@@ -14,16 +14,17 @@
 //! the runtime among those compiled in (cargo features `wgpu` (default), `cuda`, `hip`, `cpu`);
 //! the feature `formats` adds Zarr stores and NWB files.
 
-// One function sets an environment variable, which Rust 2024 marks unsafe; `main` calls it
-// before any other thread exists.
+// `main` turns the Vulkan layer's noise off first, which sets an environment variable (unsafe
+// in Rust 2024) before any other thread exists.
 #![deny(unsafe_code)]
 
 mod args;
 mod convert;
-mod describe;
 mod sort;
 
+use dspk_cli::describe::{describe, probe_line};
 use dspk_cli::recording;
+use dspk_cli::report::{finish, quiet_vulkan_device_select, usage_error};
 
 use std::error::Error;
 use std::process::ExitCode;
@@ -50,17 +51,11 @@ fn main() -> ExitCode {
     unsafe { quiet_vulkan_device_select() };
     match run() {
         Ok(()) => ExitCode::SUCCESS,
-        Err(Failure::Usage(message)) => {
-            eprintln!(
-                "error: {message}\n\n{}\n\n(`dspk --help` says more)",
-                args::USAGE
-            );
-            ExitCode::from(2)
-        }
-        Err(Failure::Runtime(error)) => {
-            eprint!("{}", error_report(error.as_ref()));
-            ExitCode::FAILURE
-        }
+        Err(Failure::Usage(message)) => usage_error(
+            &message,
+            &format!("{}\n\n(`dspk --help` says more)", args::USAGE),
+        ),
+        Err(Failure::Runtime(error)) => finish(Err(error)),
     }
 }
 
@@ -75,57 +70,16 @@ fn run() -> Result<(), Failure> {
             let probe = recording::recording_probe(&recording, &opened.format)?;
             print!(
                 "{}{}",
-                describe::describe(&recording, &opened.format, opened.source.as_ref()),
-                describe::probe_line(probe.as_ref())
+                describe(&recording, &opened.format, opened.source.as_ref()),
+                probe_line(probe.as_ref())
             );
         }
         Command::Convert(convert) => convert::convert(&convert)?,
         Command::Sort(sort) => {
-            let settings =
-                args::settings(sort.preset.as_deref(), &sort.sets).map_err(Failure::Usage)?;
+            let settings = dspk_cli::settings::settings(sort.preset.as_deref(), &sort.sets)
+                .map_err(Failure::Usage)?;
             sort::sort(&sort, settings)?;
         }
     }
     Ok(())
-}
-
-/// What is printed for `error`: `error: <message>`, then one `  caused by: <message>` line per
-/// error in its chain of sources, outermost first; a cause whose message the error above it
-/// already quotes is left out.
-fn error_report(error: &(dyn Error + 'static)) -> String {
-    let mut report = format!("error: {error}\n");
-    let mut above = error.to_string();
-    let mut cause = error.source();
-    while let Some(inner) = cause {
-        let message = inner.to_string();
-        if !above.contains(&message) {
-            report.push_str(&format!("  caused by: {message}\n"));
-        }
-        above = message;
-        cause = inner.source();
-    }
-    report
-}
-
-/// Turns Mesa's Vulkan device-selection layer off (`NODEVICE_SELECT=1`) on Linux when it would
-/// only make libwayland print `XDG_RUNTIME_DIR is invalid or not set` for every Vulkan
-/// instance (no absolute `XDG_RUNTIME_DIR`: SSH, containers, CI) and no device choice is asked
-/// of it (`NODEVICE_SELECT`, `MESA_VK_DEVICE_SELECT`, `DRI_PRIME` unset); wgpu ranks the
-/// adapters itself. As `dspk_examples::quiet_vulkan_device_select`.
-///
-/// # Safety
-///
-/// Sets an environment variable: no other thread may be running.
-#[allow(unsafe_code)]
-unsafe fn quiet_vulkan_device_select() {
-    let var = std::env::var_os;
-    let runtime_dir_valid =
-        var("XDG_RUNTIME_DIR").is_some_and(|dir| std::path::Path::new(&dir).is_absolute());
-    let asked = ["NODEVICE_SELECT", "MESA_VK_DEVICE_SELECT", "DRI_PRIME"]
-        .iter()
-        .any(|name| var(name).is_some());
-    if cfg!(target_os = "linux") && !runtime_dir_valid && !asked {
-        // SAFETY: the caller guarantees that no other thread runs.
-        unsafe { std::env::set_var("NODEVICE_SELECT", "1") };
-    }
 }

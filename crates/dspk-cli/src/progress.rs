@@ -1,8 +1,51 @@
-//! One progress bar per stage of a sort, with its ETA, on stderr when it is a terminal.
+//! Progress on stderr when it is a terminal (nothing is drawn otherwise, so logs stay clean):
+//! one bar per stage of a sort with its ETA ([`StageBars`]), a bar over any count
+//! ([`progress_bar`]), and a stream's windows processed under a bar ([`run_stream`]).
 
-use std::time::Duration;
+use std::error::Error;
+use std::time::{Duration, Instant};
 
+use dspk::ops::{DeviceWindow, WindowStream};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+/// A progress bar over `len` steps counted in `unit` (e.g. `"windows"`), drawn on stderr, or
+/// hidden when stderr is not a terminal.
+#[must_use]
+pub fn progress_bar(len: u64, unit: &str) -> ProgressBar {
+    let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
+    bar.set_style(
+        ProgressStyle::with_template(&format!(
+            "{{elapsed_precise}} [{{bar:40}}] {{pos}}/{{len}} {unit} ({{per_sec}}, eta {{eta}})"
+        ))
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> "),
+    );
+    bar
+}
+
+/// Processes every window of `stream` in order, handing each to `each`, with a progress bar
+/// counting `unit`; returns the seconds from asking for the first window until the device has
+/// finished the last (it waits for the device).
+///
+/// # Errors
+///
+/// The first error of the stream (a read, an upload, a kernel) or of `each`.
+pub fn run_stream(
+    stream: &mut WindowStream,
+    unit: &str,
+    mut each: impl FnMut(&DeviceWindow) -> Result<(), Box<dyn Error>>,
+) -> Result<f64, Box<dyn Error>> {
+    let bar = progress_bar(stream.schedule().len() as u64, unit);
+    let started = Instant::now();
+    while let Some(window) = stream.next_window() {
+        each(window?)?;
+        bar.inc(1);
+    }
+    stream.workspace().sync()?;
+    let seconds = started.elapsed().as_secs_f64();
+    bar.finish_and_clear();
+    Ok(seconds)
+}
 
 /// What the terminal shows now.
 enum Shown {
@@ -47,6 +90,7 @@ impl Default for StageBars {
 
 impl StageBars {
     /// A spinner until the first report (the first stages run on the host).
+    #[must_use]
     pub fn new() -> Self {
         Self {
             shown: Some(Shown::Waiting(waiting())),
@@ -133,5 +177,38 @@ mod tests {
         };
         assert_eq!((*stage, bar.length()), ("detection", Some(9)));
         bars.finish();
+        let bar = progress_bar(3, "runs");
+        assert_eq!(bar.length(), Some(3));
+    }
+
+    // A stream run under a bar hands every window over, in order, and waits for the device.
+    #[test]
+    fn run_stream_hands_over_every_window() {
+        use dspk::ops::{Pipeline, StreamOptions};
+        use dspk::{SampleRate, SyntheticRecording};
+        use std::sync::Arc;
+
+        let rate = SampleRate::from_hz(30_000).unwrap();
+        let source = Arc::new(SyntheticRecording::new(4, 7_000, rate, 3).unwrap());
+        let options = StreamOptions {
+            window: 3_000,
+            ..StreamOptions::default()
+        };
+        dspk::test_util::for_each_runtime(|_, client| {
+            let mut stream =
+                WindowStream::new(client, source.clone(), Pipeline::new(), &options).unwrap();
+            let mut starts = Vec::new();
+            let seconds = run_stream(&mut stream, "windows", |window| {
+                starts.push(window.start());
+                Ok(())
+            })
+            .unwrap();
+            assert!(seconds > 0.0);
+            assert_eq!(starts.len(), 3);
+            assert!(
+                starts.windows(2).all(|pair| pair[0] < pair[1]),
+                "{starts:?}"
+            );
+        });
     }
 }

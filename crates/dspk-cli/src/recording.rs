@@ -5,13 +5,13 @@ use std::error::Error;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use dspk::RecordingSource;
 use dspk::io::{ByteOrder, NpyArray, RawRecording, SampleOrder};
 use dspk::kilosort::SortProbe;
 use dspk::synapse::phy::PhyParams;
 use dspk::synapse::probe::{read_kilosort_json, read_kilosort_mat, read_prb, read_probeinterface};
 use dspk::synapse::spikeglx::SpikeGlxRecording;
 use dspk::synapse::{Contact, Probe};
+use dspk::{RecordingInfo, RecordingSource};
 
 /// A recording opened through the registry of every format compiled in.
 pub struct Opened {
@@ -38,6 +38,24 @@ pub fn open(path: &Path) -> Result<Opened, dspk::io::Error> {
         format,
         source: Arc::from(source),
     })
+}
+
+/// Refuses the recording at `path` when it has no samples: there is nothing to read, sort or
+/// show (the header alone may still be described).
+///
+/// # Errors
+///
+/// `<path>: the recording holds no samples (<n> channels of 0 samples): nothing to read`.
+pub fn require_samples(path: &Path, info: &RecordingInfo) -> Result<(), String> {
+    if info.num_samples == 0 {
+        Err(format!(
+            "{}: the recording holds no samples ({} channels of 0 samples): nothing to read",
+            path.display(),
+            info.num_channels()
+        ))
+    } else {
+        Ok(())
+    }
 }
 
 /// The probe a recording of `format` at `path` describes itself, where the format has one:
@@ -340,6 +358,26 @@ mod tests {
         Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../tests/fixtures")
             .join(path)
+    }
+
+    // Guards inspect (and `dspk sort`) on a zero-sample recording, which used to exit 0
+    // having printed nothing about it.
+    #[test]
+    fn a_recording_without_samples_is_refused() {
+        let channels = vec![dspk::ChannelInfo::new("A0", 1.0, 0.0, "uV")];
+        let rate = dspk::SampleRate::from_hz(30_000).unwrap();
+        let format = dspk::SampleFormat::I16;
+        let empty = RecordingInfo::new(channels.clone(), 0, rate, format).unwrap();
+        assert_eq!(
+            require_samples(Path::new("x.bin"), &empty),
+            Err(
+                "x.bin: the recording holds no samples (1 channels of 0 samples): nothing to \
+                 read"
+                    .to_string()
+            )
+        );
+        let one = RecordingInfo::new(channels, 1, rate, format).unwrap();
+        assert_eq!(require_samples(Path::new("x.bin"), &one), Ok(()));
     }
 
     #[test]

@@ -2,19 +2,16 @@
 
 use std::error::Error;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use dspk::ComputeTarget;
 use dspk::io::Dtype;
-use dspk::kilosort::runner::Progress;
-use dspk::kilosort::export::sorting::UnitLabel;
-use dspk::kilosort::{Kilosort4, KilosortSettings};
+use dspk::kilosort::KilosortSettings;
 use dspk::synapse::phy::PhyParams;
 
 use crate::args::{SortArgs, default_out_dir};
-use crate::describe::describe;
-use dspk_cli::progress::StageBars;
-use dspk_cli::recording::{open, phy_dat_file, sort_channels};
+use dspk_cli::describe::describe;
+use dspk_cli::recording::{open, phy_dat_file, require_samples, sort_channels};
+use dspk_cli::sorter::sort_with_bars;
 
 /// Sorts `args.recording` with `settings` and writes the Phy folder; prints the recording, the
 /// device, a progress bar per stage, each stage's time and memory, and what was found.
@@ -27,13 +24,7 @@ use dspk_cli::recording::{open, phy_dat_file, sort_channels};
 pub(crate) fn sort(args: &SortArgs, settings: KilosortSettings) -> Result<(), Box<dyn Error>> {
     let opened = open(&args.recording)?;
     let info = opened.source.info().clone();
-    if info.num_samples == 0 {
-        return Err(format!(
-            "{}: the recording holds no samples",
-            args.recording.display()
-        )
-        .into());
-    }
+    require_samples(&args.recording, &info)?;
     let (channels, probe_from) = sort_channels(
         &args.recording,
         &opened.format,
@@ -78,36 +69,11 @@ pub(crate) fn sort(args: &SortArgs, settings: KilosortSettings) -> Result<(), Bo
         println!("settings:  {others}");
     }
 
-    let mut bars = StageBars::new();
-    let started = Instant::now();
-    let sorted = Kilosort4::new(settings).run(
-        &client,
-        opened.source.clone(),
-        &channels,
-        &mut |p: Progress| bars.update(p.stage, p.done, p.total),
-    );
-    bars.finish();
-    let result = sorted?;
-    let wall = started.elapsed().as_secs_f64();
-    for stage in &result.stages {
-        println!("stage      {stage}");
-    }
-    let sorting = &result.sorting;
-    let good = sorting
-        .labels
-        .iter()
-        .filter(|&&l| l == UnitLabel::Good)
-        .count();
-    let seconds = info.duration().as_secs_f64();
-    println!(
-        "sorted:    {} units ({good} good, {} mua), {} spikes, in {wall:.1} s for {seconds:.1} s \
-         of recording ({:.1}x real time)",
-        sorting.num_units(),
-        sorting.num_units() - good,
-        sorting.num_spikes(),
-        seconds / wall.max(f64::MIN_POSITIVE)
-    );
-    let mut params = PhyParams::new(PathBuf::new(), info.num_channels(), sorting.sample_rate);
+    let sorted = sort_with_bars(&client, settings, opened.source.clone(), &channels)?;
+    print!("{}", sorted.report(info.duration().as_secs_f64()));
+    let result = &sorted.output;
+    let rate = result.sorting.sample_rate;
+    let mut params = PhyParams::new(PathBuf::new(), info.num_channels(), rate);
     params.dat_path = Vec::new();
     params.dtype = Dtype::from_format(info.stored_format);
     if let Some(dat) = &dat {

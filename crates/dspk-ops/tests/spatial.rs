@@ -1,13 +1,18 @@
-//! Spatial operators (common reference, channel mixing, covariance) on every runtime compiled
-//! in, against numpy reference files and f64 host references on seeded random inputs.
+//! Spatial operators (common reference, channel mixing, covariance, local whitening fitted on
+//! the device) on every runtime compiled in, against numpy reference files and f64 host
+//! references on seeded random inputs.
 
 mod common;
 
+use std::sync::Arc;
+
 use cubecl::client::Client;
-use dspk_core::test_util::{Rng, for_each_runtime};
+use dspk_core::test_util::{Rng, assert_close, for_each_runtime};
+use dspk_core::{SampleRate, SyntheticRecording};
+use dspk_ops::linalg::local_zca;
 use dspk_ops::{
-    ChannelMixing, CommonReference, CovarianceAccumulator, DeviceArray, Error, Reference, Stage,
-    Whitening, common_reference, mix_channels,
+    ChannelMixing, CommonReference, CovarianceAccumulator, DeviceArray, Error, Pipeline, Reference,
+    Stage, StreamOptions, Whitening, WindowStream, common_reference, mix_channels,
 };
 
 /// A case of `tests/reference/cases_spatial.py` (named so as not to clash with
@@ -872,5 +877,122 @@ fn covariance_argument_checks() {
             matches!(error, Error::InvalidParameter { .. }),
             "{target}: {error}"
         );
+    });
+}
+
+/// `channels` contacts in two columns 32 um apart, 20 um between rows (`(x, y)` in um).
+fn two_columns(channels: usize) -> Vec<(f64, f64)> {
+    (0..channels)
+        .map(|c| (32.0 * (c % 2) as f64, 20.0 * (c / 2) as f64))
+        .collect()
+}
+
+/// Correlated zero-mean noise, `[channels, samples]`: a component common to every channel plus
+/// each channel's own, of its own size.
+fn correlated_noise(channels: usize, samples: usize, rng: &mut Rng) -> Vec<f32> {
+    let common: Vec<f64> = (0..samples).map(|_| rng.normal()).collect();
+    (0..channels * samples)
+        .map(|i| {
+            (0.7 * common[i % samples] + (1.0 + (i / samples % 3) as f64) * rng.normal()) as f32
+        })
+        .collect()
+}
+
+/// Local whitening fitted on the device (covariance accumulated over windows, `local_zca`,
+/// uploaded) against the f64 host reference: the covariance summed in f64, `local_zca` of it,
+/// applied in f64 to a fresh window.
+#[test]
+fn local_whitening_matches_the_f64_fit() {
+    for_each_runtime(|target, client| {
+        let mut rng = Rng::new(0xD1);
+        for (channels, samples, nearest) in [(3, 17, 2), (7, 1001, 3), (33, 513, 32)] {
+            let positions = two_columns(channels);
+            let mut accumulator = CovarianceAccumulator::new(client, channels).unwrap();
+            let mut products = vec![0.0; channels * channels];
+            let mut sums = vec![0.0; channels];
+            for _ in 0..3 {
+                let x = correlated_noise(channels, samples, &mut rng);
+                let window = DeviceArray::from_host(client, &x, channels, samples).unwrap();
+                accumulator.add(client, &window, 0..samples).unwrap();
+                accumulate_f64(&x, channels, 0..samples, &mut products, &mut sums);
+            }
+            let n = (3 * samples) as f64;
+            let cov: Vec<f64> = products.iter().map(|p| p / n).collect();
+            let white = local_zca(&cov, &positions, nearest, 1e-6).unwrap();
+            let x = correlated_noise(channels, samples, &mut rng);
+            let x64: Vec<f64> = x.iter().map(|&v| f64::from(v)).collect();
+            let expected = white.apply(&x64, samples).unwrap();
+
+            let mut whitening = accumulator
+                .local_whitening(client, &positions, nearest, 1e-6)
+                .unwrap();
+            assert_eq!(whitening.mixing().channels(), channels);
+            let input = DeviceArray::from_host(client, &x, channels, samples).unwrap();
+            let output = DeviceArray::empty(client, channels, samples).unwrap();
+            whitening.apply(client, &input, &output).unwrap();
+            let what = format!("{target} local whitening {channels}x{samples}, {nearest} nearest");
+            // Whitened values are about 1; the covariance is within 1e-5 of f64.
+            assert_close(
+                &what,
+                &output.to_host(client).unwrap(),
+                &expected,
+                1e-3,
+                1e-3,
+            );
+        }
+        let empty = CovarianceAccumulator::new(client, 2).unwrap();
+        let error = empty
+            .local_whitening(client, &two_columns(2), 2, 1e-6)
+            .unwrap_err();
+        assert!(
+            matches!(error, Error::InvalidParameter { .. }),
+            "{target}: {error}"
+        );
+    });
+}
+
+// Moved from the examples' `fit_local_whitening`: the covariance is summed over the samples
+// windows own, so the whitening is the same whatever the window size (a halo counted twice, or
+// a window missed, would change it).
+#[test]
+fn local_whitening_does_not_depend_on_the_window_size() {
+    let (channels, samples) = (6, 9_000);
+    let rate = SampleRate::from_hz(30_000).unwrap();
+    let source = Arc::new(SyntheticRecording::new(channels, samples, rate, 5).unwrap());
+    let positions = two_columns(channels);
+    for_each_runtime(|target, client| {
+        let mut rng = Rng::new(2);
+        let input: Vec<f32> = (0..channels * 500)
+            .map(|_| rng.uniform(-50.0, 50.0) as f32)
+            .collect();
+        let input = DeviceArray::from_host(client, &input, channels, 500).unwrap();
+        let whitened = |window: u64| -> Vec<f32> {
+            let options = StreamOptions {
+                window,
+                extra_halo: 7,
+                ..StreamOptions::default()
+            };
+            let mut stream =
+                WindowStream::new(client, source.clone(), Pipeline::new(), &options).unwrap();
+            let mut covariance = CovarianceAccumulator::new(client, channels).unwrap();
+            while let Some(window) = stream.next_window() {
+                covariance.add_window(client, window.unwrap()).unwrap();
+            }
+            let mut whitening = covariance
+                .local_whitening(client, &positions, 3, 1e-6)
+                .unwrap();
+            let output = DeviceArray::empty(client, channels, 500).unwrap();
+            whitening.apply(client, &input, &output).unwrap();
+            output.to_host(client).unwrap()
+        };
+        let (whole, windowed) = (whitened(9_000), whitened(1_000));
+        let scale = whole.iter().fold(0f32, |m, v| m.max(v.abs()));
+        assert!(scale > 0.0);
+        for (i, (a, b)) in whole.iter().zip(&windowed).enumerate() {
+            assert!(
+                (a - b).abs() <= 1e-4 * scale,
+                "{target}: value {i}: {a} vs {b}"
+            );
+        }
     });
 }

@@ -1,18 +1,20 @@
 //! The streaming path (`WindowStream`) against the hand-written loop it replaces, and peaks in
-//! recording samples over several window sizes against the whole recording at once.
+//! recording samples (fixed and noise thresholds) over several window sizes against the whole
+//! recording at once.
 
 use std::sync::Arc;
 
 use cubecl::client::Client;
-use dspk_core::test_util::for_each_runtime;
+use dspk_core::test_util::{Rng, for_each_runtime};
 use dspk_core::{
-    ChunkSchedule, LoaderOptions, RecordingSource, SampleRate, ScaledOnly, SyntheticRecording,
-    WindowLoader,
+    ChannelInfo, ChunkSchedule, LoaderOptions, MemoryRecording, RecordingSource, SampleRate,
+    ScaledOnly, SyntheticRecording, WindowLoader,
 };
 use dspk_ops::design::{Band, butter};
 use dspk_ops::{
-    ChannelVector, CommonReference, GaussianFilter, Height, Peak, PeakDetector, PeakOptions,
-    Pipeline, PipelineWorkspace, Polarity, Reference, SosFilter, StreamOptions, WindowStream,
+    ChannelVector, CommonReference, Error, GaussianFilter, Height, NoisePeaks, Peak, PeakDetector,
+    PeakOptions, Pipeline, PipelineWorkspace, Polarity, Reference, SosFilter, StreamOptions,
+    WindowStream,
 };
 
 const WINDOW: u64 = 4_000;
@@ -185,6 +187,67 @@ fn peaks_in_recording_samples_do_not_depend_on_the_window_size() {
             let chunked = peaks_in_windows(client, source.clone(), window, &options, extra);
             assert_eq!(chunked, whole, "{target}: windows of {window}");
         }
+    });
+}
+
+// Moved from the examples' `peaks_beyond_noise` (now `NoisePeaks`): spikes on windows' edges
+// (the window of 1 000 samples ends at 999 and 1 999) and two on one channel closer than the
+// distance: each found once, at its recording sample, with windows of 1 000 as with the whole
+// recording in one.
+#[test]
+fn noise_peaks_are_found_once_in_recording_samples() {
+    let (channels, samples, distance) = (3, 5_000, 10);
+    let mut rng = Rng::new(11);
+    let mut stored: Vec<i16> = (0..channels * samples)
+        .map(|_| rng.uniform(-10.0, 10.0) as i16)
+        .collect();
+    let spikes = [(999, 0), (1_000, 1), (1_999, 2), (3_000, 1), (4_990, 0)];
+    for &(sample, channel) in &spikes {
+        stored[channel * samples + sample as usize] = -1_000;
+    }
+    stored[samples + 3_005] = -800; // within `distance` of the spike at 3 000
+    let infos = (0..channels)
+        .map(|c| ChannelInfo::new(format!("C{c}"), 1.0, 0.0, "uV"))
+        .collect();
+    let rate = SampleRate::from_hz(30_000).unwrap();
+    let source = Arc::new(MemoryRecording::from_samples(infos, rate, &stored).unwrap());
+    for_each_runtime(|target, client| {
+        for window in [1_000, 5_000] {
+            let options = StreamOptions {
+                window,
+                extra_halo: distance as u64 + 1,
+                ..StreamOptions::default()
+            };
+            let mut stream =
+                WindowStream::new(client, source.clone(), Pipeline::new(), &options).unwrap();
+            let mut finder = NoisePeaks::new(
+                client,
+                stream.workspace(),
+                Polarity::Negative,
+                4.5,
+                distance,
+            )
+            .unwrap();
+            let mut peaks = Vec::new();
+            while let Some(window) = stream.next_window() {
+                peaks.extend(finder.find(client, window.unwrap()).unwrap());
+            }
+            peaks.sort_by_key(|p| (p.sample, p.channel));
+            let found: Vec<(u64, usize)> = peaks
+                .iter()
+                .map(|p| (p.sample, p.channel as usize))
+                .collect();
+            assert_eq!(found, spikes, "{target}: windows of {window}");
+            assert!(peaks.iter().all(|p| p.value == -1_000.0), "{peaks:?}");
+        }
+        let workspace =
+            WindowStream::new(client, source.clone(), Pipeline::new(), &Default::default())
+                .unwrap();
+        let zero = NoisePeaks::new(client, workspace.workspace(), Polarity::Negative, 4.5, 0);
+        assert!(
+            matches!(zero, Err(Error::InvalidParameter { .. })),
+            "{zero:?}"
+        );
     });
 }
 

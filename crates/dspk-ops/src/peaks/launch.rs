@@ -11,7 +11,9 @@ use super::kernel::{self, HeightMode};
 use crate::array::download;
 use crate::buffers::GrowingBuffer;
 use crate::launch::{CUBE_DIM, cube_count};
-use crate::{ChannelVector, DeviceArray, DeviceLimits, DeviceWindow, Error, Result};
+use crate::{
+    ChannelVector, DeviceArray, DeviceLimits, DeviceWindow, Error, PipelineWorkspace, Result,
+};
 
 /// Which deflections are peaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -355,4 +357,76 @@ pub fn find_peaks(
     let mut detector = PeakDetector::new(client, max_peaks)?;
     detector.detect(client, input, 0..input.samples(), options)?;
     detector.peaks(client)
+}
+
+/// Peaks beyond each channel's noise, window after window (the detection of a threshold
+/// detector such as `detect`'s): on each window the channels' MAD noise
+/// ([`mad_noise_into`](crate::mad_noise_into), measured on the whole window, halos included)
+/// times `scale` is each channel's height, and the peaks of `polarity` at least `distance`
+/// samples apart ([`PeakDetector`]) at the samples the window owns are downloaded, in
+/// recording samples; nothing else leaves the device. With halos of at least `distance + 1`
+/// (data without repeated neighbours) each peak is found once and as in the whole recording.
+#[derive(Debug)]
+pub struct NoisePeaks {
+    noise: ChannelVector,
+    detector: PeakDetector,
+    options: PeakOptions,
+}
+
+impl NoisePeaks {
+    /// A detector for the windows of `workspace` (its channels, its longest window), with room
+    /// for the most peaks a window can hold: one per `distance` samples of each channel.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidParameter`] when `distance` is zero or `scale` is NaN; as
+    /// [`PeakDetector::new`] (buffers over the device's limits).
+    pub fn new(
+        client: &Client,
+        workspace: &PipelineWorkspace,
+        polarity: Polarity,
+        scale: f32,
+        distance: usize,
+    ) -> Result<Self> {
+        if distance == 0 || scale.is_nan() {
+            return Err(Error::InvalidParameter {
+                what: "noise peaks: distance and scale",
+                reason: format!(
+                    "the distance must be at least 1 and the scale a number, got {distance} and \
+                     {scale}"
+                ),
+            });
+        }
+        let channels = workspace.channels();
+        let noise = ChannelVector::empty(client, channels)?;
+        let per_channel = workspace.max_samples() / distance + 1;
+        let detector = PeakDetector::new(client, channels.saturating_mul(per_channel))?;
+        let options = PeakOptions {
+            polarity,
+            height: Height::PerChannel {
+                thresholds: noise.clone(),
+                scale,
+            },
+            distance,
+        };
+        Ok(Self {
+            noise,
+            detector,
+            options,
+        })
+    }
+
+    /// The peaks of `window` at the samples it owns, in recording samples, sorted by channel
+    /// then sample (waits for the device).
+    ///
+    /// # Errors
+    ///
+    /// As [`mad_noise_into`](crate::mad_noise_into), [`PeakDetector::detect_window`] and
+    /// [`PeakDetector::peaks`]: a window of another workspace (other channels, or longer: more
+    /// peaks than room), a NaN in the owned samples.
+    pub fn find(&mut self, client: &Client, window: &DeviceWindow) -> Result<Vec<Peak>> {
+        crate::mad_noise_into(client, window.array(), &self.noise)?;
+        self.detector.detect_window(client, window, &self.options)?;
+        self.detector.peaks(client)
+    }
 }

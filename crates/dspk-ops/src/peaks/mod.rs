@@ -3,4 +3,4 @@
 mod kernel;
 mod launch;
 
-pub use launch::{Height, Peak, PeakDetector, PeakOptions, Polarity, find_peaks};
+pub use launch::{Height, NoisePeaks, Peak, PeakDetector, PeakOptions, Polarity, find_peaks};

@@ -13,10 +13,14 @@
 //! - [`EmgRecording`] is a deterministic EMG-like recording (motor units on a line of
 //!   contacts along the fibres, multiphasic potentials with conduction delays, recruitment by
 //!   a ramping drive), held in memory as a `RecordingSource`.
+//! - [`merge_peaks`] and [`score_events`] score a spike detection against the true spikes
+//!   (peaks merged into events, events matched in time and on the probe), [`Bounds`] say what
+//!   score a run accepts, and [`recalled`] counts true spike times a detection found.
 //! - [`align_lags`] shifts each sorted cluster by its best constant lag before a comparison
 //!   (for sorters that time spikes on another landmark than the ground truth).
 
 mod compare;
+mod detection;
 mod emg;
 mod hungarian;
 mod lag;
@@ -26,6 +30,9 @@ mod trains;
 pub use compare::{
     CompareOptions, GroundTruthComparison, MatchMode, Performance, UnitCategories, UnitCounts,
     compare_to_ground_truth, delta_frames, match_count_matrix,
+};
+pub use detection::{
+    Bounds, ChannelPeak, Event, Radius, Score, Shortfall, merge_peaks, recalled, score_events,
 };
 pub use emg::{DelayMode, EmgConfig, EmgNoise, EmgRecording, EmgUnit, MAX_EMG_VALUES};
 pub use hungarian::linear_sum_assignment;

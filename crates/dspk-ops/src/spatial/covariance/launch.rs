@@ -8,7 +8,7 @@ use cubecl::server::Handle;
 use super::kernel;
 use crate::array::{alloc, download, upload};
 use crate::launch::{CUBE_DIM, cube_count};
-use crate::{DeviceArray, DeviceWindow, Error, Result, Shape};
+use crate::{DeviceArray, DeviceWindow, Error, Result, Shape, Whitening, linalg};
 
 /// Rows and columns of the block of products one unit accumulates (each loaded value serves
 /// this many multiply-adds).
@@ -235,6 +235,30 @@ impl CovarianceAccumulator {
         Ok((0..c * c)
             .map(|k| sums[(k / c) * dim + k % c] / n)
             .collect())
+    }
+
+    /// Kilosort4's local whitening of what was accumulated, as a pipeline stage on `client`'s
+    /// device: the uncentred covariance [`finish`](Self::finish) gives (read back once), each
+    /// channel whitened from its `nearest` channels by `positions` (`(x, y)` in um, one per
+    /// channel) regularised by `eps` ([`linalg::local_zca`]; Kilosort4 uses 32 channels and
+    /// `1e-6`), uploaded as a [`Whitening`] ([`Whitening::from_matrix`]). Accumulating the
+    /// samples each window of a stream owns ([`add_window`](Self::add_window)) and then this
+    /// gives the same whitening whatever the window size.
+    ///
+    /// # Errors
+    ///
+    /// As [`finish`](Self::finish) (no sample added); [`linalg::local_zca`]'s (positions not
+    /// one per channel or not finite, `nearest` zero); [`Whitening::from_matrix`]'s (a weight
+    /// not finite in `f32`).
+    pub fn local_whitening(
+        &self,
+        client: &Client,
+        positions: &[(f64, f64)],
+        nearest: usize,
+        eps: f64,
+    ) -> Result<Whitening> {
+        let matrix = linalg::local_zca(&self.finish(client)?, positions, nearest, eps)?;
+        Whitening::from_matrix(client, &matrix)
     }
 
     /// The covariance with the mean removed, `X X^T / n - mu mu^T` with `mu` the channel means

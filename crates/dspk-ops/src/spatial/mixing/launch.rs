@@ -6,7 +6,7 @@ use cubecl::server::Handle;
 use super::kernel;
 use crate::array::upload;
 use crate::launch::cube_count_for;
-use crate::{DeviceArray, Error, Result, Shape, Stage};
+use crate::{DeviceArray, Error, Result, Shape, Stage, linalg};
 
 /// Output channels per unit of the dense kernel (each loaded input value serves this many).
 const DENSE_ROWS: usize = 8;
@@ -326,6 +326,20 @@ impl Whitening {
     #[must_use]
     pub fn new(mixing: ChannelMixing) -> Self {
         Self { mixing }
+    }
+
+    /// The stage applying `matrix` (from [`linalg::zca`] or [`linalg::local_zca`]: row `c`
+    /// holds channel `c`'s weights on its `k` channels), uploaded to `client`'s device once
+    /// ([`ChannelMixing::from_sparse`]; stored dense when `k` is every channel).
+    ///
+    /// # Errors
+    ///
+    /// As [`ChannelMixing::from_sparse`]: a weight that is not finite in `f32`, or more than
+    /// `u32::MAX` values.
+    pub fn from_matrix(client: &Client, matrix: &linalg::WhiteningMatrix) -> Result<Self> {
+        let indices: Vec<usize> = matrix.indices().iter().map(|&i| i as usize).collect();
+        let mixing = ChannelMixing::from_sparse(client, &indices, matrix.weights(), matrix.n())?;
+        Ok(Self::new(mixing))
     }
 
     /// The matrix applied.

@@ -1,60 +1,11 @@
-//! Spikes detected on a stream and scored against known spikes, as the `detect` example does:
-//! peaks beyond each channel's noise found on the device window by window
-//! ([`peaks_beyond_noise`]), merged into one event per spike ([`merge_peaks`]) and matched to
-//! the true spikes ([`score_events`]), with the least score a run accepts ([`Bounds`]).
+//! Spike detection scored against known spikes: peaks found on channels merged into one event
+//! per spike ([`merge_peaks`]), events matched to the true spikes in time and on the probe
+//! ([`score_events`]) with the least score a run accepts ([`Bounds`]), and the recall of
+//! detected times alone ([`recalled`]).
 
-use std::error::Error;
+use std::fmt;
 
-use dspk::cubecl::client::Client;
-use dspk::ops::{
-    ChannelVector, Height, Peak, PeakDetector, PeakOptions, Polarity, WindowStream, mad_noise_into,
-};
-use dspk::synapse::groundtruth::TrueSpike;
-
-use crate::run_stream;
-
-/// Finds, on the device, the peaks of every window of `stream` beyond `scale` times each
-/// channel's MAD noise (measured on that window), of `polarity`, at least `distance` samples
-/// apart ([`PeakOptions`]), and downloads only them (room is made for the most a window can
-/// hold: one per `distance` samples of each channel). Returns
-/// the peaks in recording samples, window after window, and the seconds the stream took (as
-/// [`run_stream`], with a progress bar). Each peak is found once and as in the whole
-/// recording when the stream's halo is at least `distance + 1`.
-///
-/// # Errors
-///
-/// The stream's errors, and the detector's: a zero `distance`, a NaN in a window.
-pub fn peaks_beyond_noise(
-    client: &Client,
-    stream: &mut WindowStream,
-    polarity: Polarity,
-    scale: f32,
-    distance: usize,
-) -> Result<(Vec<Peak>, f64), Box<dyn Error>> {
-    let (channels, samples) = (
-        stream.workspace().channels(),
-        stream.workspace().max_samples(),
-    );
-    let noise = ChannelVector::empty(client, channels)?;
-    let per_channel = samples / distance.max(1) + 1;
-    let mut detector = PeakDetector::new(client, channels.saturating_mul(per_channel))?;
-    let options = PeakOptions {
-        polarity,
-        height: Height::PerChannel {
-            thresholds: noise.clone(),
-            scale,
-        },
-        distance,
-    };
-    let mut peaks = Vec::new();
-    let seconds = run_stream(stream, "windows (detection)", |window| {
-        mad_noise_into(client, window.array(), &noise)?;
-        detector.detect_window(client, window, &options)?;
-        peaks.extend(detector.peaks(client)?);
-        Ok(())
-    })?;
-    Ok((peaks, seconds))
-}
+use super::synth::TrueSpike;
 
 /// How close two things must be, in time and on the probe, to count as the same spike.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -85,6 +36,17 @@ impl Radius {
     }
 }
 
+/// A peak a detector found on one channel (e.g. `dspk_ops::Peak`, whose channel is a `u32`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ChannelPeak {
+    /// Recording sample.
+    pub sample: u64,
+    /// Channel.
+    pub channel: usize,
+    /// The signal at the peak: its magnitude ranks peaks when they merge.
+    pub value: f32,
+}
+
 /// One detected spike: where the largest of the peaks merged into it lies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Event {
@@ -94,16 +56,16 @@ pub struct Event {
     pub channel: usize,
 }
 
-/// Merges peaks (in recording samples, on channels placed at `positions`) into events,
-/// largest magnitude first: each peak not yet taken becomes an event and takes every peak
-/// within `radius` of it (itself included). Events come back in time order.
+/// Merges peaks (on channels placed at `positions`) into events, largest magnitude first:
+/// each peak not yet taken becomes an event and takes every peak within `radius` of it (itself
+/// included). Events come back in time order.
 ///
 /// # Panics
 ///
 /// When a peak's channel has no position.
 #[must_use]
-pub fn merge_peaks(peaks: &[Peak], positions: &[[f64; 2]], radius: Radius) -> Vec<Event> {
-    let at = |i: usize| (peaks[i].sample, peaks[i].channel as usize);
+pub fn merge_peaks(peaks: &[ChannelPeak], positions: &[[f64; 2]], radius: Radius) -> Vec<Event> {
+    let at = |i: usize| (peaks[i].sample, peaks[i].channel);
     let mut largest_first: Vec<usize> = (0..peaks.len()).collect();
     largest_first.sort_by(|&a, &b| peaks[b].value.abs().total_cmp(&peaks[a].value.abs()));
     let mut by_time: Vec<usize> = (0..peaks.len()).collect();
@@ -124,7 +86,7 @@ pub fn merge_peaks(peaks: &[Peak], positions: &[[f64; 2]], radius: Radius) -> Ve
         }
         events.push(Event {
             sample,
-            channel: at(i).1,
+            channel: peaks[i].channel,
         });
     }
     events.sort_by_key(|e| e.sample);
@@ -180,8 +142,8 @@ pub fn score_events(
     }
 }
 
-impl std::fmt::Display for Score {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl fmt::Display for Score {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
             "recall {:.3}, precision {:.3}",
@@ -190,8 +152,7 @@ impl std::fmt::Display for Score {
     }
 }
 
-/// The least recall and precision a run accepts (`detect`'s `--min-recall` and
-/// `--min-precision`); 0, the default, accepts any score.
+/// The least recall and precision a run accepts; 0, the default, accepts any score.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Bounds {
     /// The least recall.
@@ -201,25 +162,20 @@ pub struct Bounds {
 }
 
 impl Bounds {
-    /// Whether `score` reaches both bounds.
-    ///
-    /// # Errors
-    ///
-    /// A [`Shortfall`] when its recall or its precision is below its bound.
-    pub fn check(self, score: Score) -> Result<(), Shortfall> {
-        if score.recall >= self.recall && score.precision >= self.precision {
-            Ok(())
-        } else {
-            Err(Shortfall {
-                score,
-                bounds: self,
-            })
-        }
+    /// What `score` misses of these bounds: `None` when its recall and its precision both
+    /// reach theirs (a NaN figure reaches none).
+    #[must_use]
+    pub fn shortfall(self, score: Score) -> Option<Shortfall> {
+        let met = score.recall >= self.recall && score.precision >= self.precision;
+        (!met).then_some(Shortfall {
+            score,
+            bounds: self,
+        })
     }
 }
 
 /// A score below its [`Bounds`]; shown as `accuracy short of its bounds: recall 0.850 is
-/// below --min-recall 0.9`, one clause per figure that falls short.
+/// below its bound 0.9`, one clause per figure that falls short.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Shortfall {
     /// The score.
@@ -228,15 +184,15 @@ pub struct Shortfall {
     pub bounds: Bounds,
 }
 
-impl std::fmt::Display for Shortfall {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl fmt::Display for Shortfall {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let figures = [
             ("recall", self.score.recall, self.bounds.recall),
             ("precision", self.score.precision, self.bounds.precision),
         ];
         let short: Vec<String> = figures
             .iter()
-            .filter(|(_, value, bound)| value < bound)
+            .filter(|&&(_, value, bound)| value < bound || value.is_nan())
             .map(|&(name, value, bound)| {
                 // Three decimals, unless they round up to the bound (0.8996 shows as 0.900).
                 let shown = format!("{value:.3}");
@@ -245,14 +201,28 @@ impl std::fmt::Display for Shortfall {
                 } else {
                     value.to_string()
                 };
-                format!("{name} {shown} is below --min-{name} {bound}")
+                format!("{name} {shown} is below its bound {bound}")
             })
             .collect();
         write!(f, "accuracy short of its bounds: {}", short.join(", and "))
     }
 }
 
-impl std::error::Error for Shortfall {}
+/// The number of `truth` samples with a `found` sample within `tolerance` samples (`found`
+/// sorted ascending; each true spike counts once, and a found spike may serve several true
+/// ones, as a detection recall counts).
+#[must_use]
+pub fn recalled(truth: &[u64], found: &[u64], tolerance: u64) -> usize {
+    truth
+        .iter()
+        .filter(|&&t| {
+            let i = found.partition_point(|&f| f.saturating_add(tolerance) < t);
+            found
+                .get(i)
+                .is_some_and(|&f| f <= t.saturating_add(tolerance))
+        })
+        .count()
+}
 
 #[cfg(test)]
 mod tests {
@@ -262,10 +232,10 @@ mod tests {
     const POSITIONS: [[f64; 2]; 3] = [[0.0, 0.0], [0.0, 20.0], [0.0, 220.0]];
     const RADIUS: Radius = Radius::new(10, 50.0);
 
-    fn peak(sample: u64, channel: u32, value: f32) -> Peak {
-        Peak {
-            channel,
+    fn peak(sample: u64, channel: usize, value: f32) -> ChannelPeak {
+        ChannelPeak {
             sample,
+            channel,
             value,
         }
     }
@@ -300,53 +270,6 @@ mod tests {
         assert!(merge_peaks(&[], &POSITIONS, RADIUS).is_empty());
     }
 
-    // Spikes on windows' edges (the window of 1 000 samples ends at 999 and 1 999) and two on
-    // one channel closer than the distance: each found once, at its recording sample, with
-    // windows of 1 000 as with the whole recording in one.
-    #[test]
-    fn peaks_beyond_noise_are_found_once_in_recording_samples() {
-        use dspk::ops::{Pipeline, StreamOptions};
-        use dspk::{ChannelInfo, MemoryRecording, SampleRate};
-        use std::sync::Arc;
-
-        let (channels, samples, distance) = (3, 5_000, 10);
-        let mut rng = dspk::test_util::Rng::new(11);
-        let mut stored: Vec<i16> = (0..channels * samples)
-            .map(|_| rng.uniform(-10.0, 10.0) as i16)
-            .collect();
-        let spikes = [(999, 0), (1_000, 1), (1_999, 2), (3_000, 1), (4_990, 0)];
-        for &(sample, channel) in &spikes {
-            stored[channel * samples + sample as usize] = -1_000;
-        }
-        stored[samples + 3_005] = -800; // within `distance` of the spike at 3 000
-        let infos = (0..channels)
-            .map(|c| ChannelInfo::new(format!("C{c}"), 1.0, 0.0, "uV"))
-            .collect();
-        let rate = SampleRate::from_hz(30_000).unwrap();
-        let source = Arc::new(MemoryRecording::from_samples(infos, rate, &stored).unwrap());
-        dspk::test_util::for_each_runtime(|_, client| {
-            for window in [1_000, 5_000] {
-                let options = StreamOptions {
-                    window,
-                    extra_halo: distance as u64 + 1,
-                    ..StreamOptions::default()
-                };
-                let mut stream =
-                    WindowStream::new(client, source.clone(), Pipeline::new(), &options).unwrap();
-                let (mut peaks, _) =
-                    peaks_beyond_noise(client, &mut stream, Polarity::Negative, 4.5, distance)
-                        .unwrap();
-                peaks.sort_by_key(|p| (p.sample, p.channel));
-                let found: Vec<(u64, usize)> = peaks
-                    .iter()
-                    .map(|p| (p.sample, p.channel as usize))
-                    .collect();
-                assert_eq!(found, spikes, "windows of {window}");
-                assert!(peaks.iter().all(|p| p.value == -1_000.0), "{peaks:?}");
-            }
-        });
-    }
-
     // Guards CI's run of `detect`, which printed its accuracy and exited 0 whatever it was:
     // below a bound it now fails with a message naming what fell short.
     #[test]
@@ -360,32 +283,32 @@ mod tests {
             recall: 0.9,
             precision: 0.95,
         };
-        assert_eq!(bounds.check(score(0.939, 0.993)), Ok(()));
-        assert_eq!(bounds.check(score(0.9, 0.95)), Ok(()));
-        assert_eq!(Bounds::default().check(score(0.0, 0.0)), Ok(()));
-        let short = |recall, precision| bounds.check(score(recall, precision)).unwrap_err();
+        assert_eq!(bounds.shortfall(score(0.939, 0.993)), None);
+        assert_eq!(bounds.shortfall(score(0.9, 0.95)), None);
+        assert_eq!(Bounds::default().shortfall(score(0.0, 0.0)), None);
+        let short = |recall, precision| bounds.shortfall(score(recall, precision)).unwrap();
+        assert_eq!(short(0.85, 0.993).bounds, bounds);
         assert_eq!(
             short(0.85, 0.993).to_string(),
-            "accuracy short of its bounds: recall 0.850 is below --min-recall 0.9"
+            "accuracy short of its bounds: recall 0.850 is below its bound 0.9"
         );
         assert_eq!(
             short(0.939, 0.5).to_string(),
-            "accuracy short of its bounds: precision 0.500 is below --min-precision 0.95"
+            "accuracy short of its bounds: precision 0.500 is below its bound 0.95"
         );
         assert_eq!(
             short(0.1, 0.2).to_string(),
-            "accuracy short of its bounds: recall 0.100 is below --min-recall 0.9, and \
-             precision 0.200 is below --min-precision 0.95"
+            "accuracy short of its bounds: recall 0.100 is below its bound 0.9, and \
+             precision 0.200 is below its bound 0.95"
         );
         // Three decimals that round up to the bound would read as no shortfall.
         assert_eq!(
             short(0.8996, 1.0).to_string(),
-            "accuracy short of its bounds: recall 0.8996 is below --min-recall 0.9"
+            "accuracy short of its bounds: recall 0.8996 is below its bound 0.9"
         );
-        let boxed: Box<dyn std::error::Error> = Box::new(short(0.85, 1.0));
         assert_eq!(
-            crate::error_report(boxed.as_ref()),
-            "error: accuracy short of its bounds: recall 0.850 is below --min-recall 0.9\n"
+            short(f64::NAN, 1.0).to_string(),
+            "accuracy short of its bounds: recall NaN is below its bound 0.9"
         );
     }
 
@@ -403,5 +326,15 @@ mod tests {
         assert_eq!(score.to_string(), "recall 0.500, precision 0.500");
         let none = score_events(&[], &[], &POSITIONS, RADIUS);
         assert_eq!((none.matched, none.recall, none.precision), (0, 0.0, 0.0));
+    }
+
+    #[test]
+    fn recalled_counts_true_spikes_with_a_detection_in_tolerance() {
+        let found = [10, 50, 100];
+        assert_eq!(recalled(&[10, 12, 13, 38, 62, 63, 100, 200], &found, 12), 6);
+        assert_eq!(recalled(&[0, 5], &found, 5), 1);
+        assert_eq!(recalled(&[5], &[], 5), 0);
+        assert_eq!(recalled(&[], &found, 5), 0);
+        assert_eq!(recalled(&[u64::MAX - 1], &[u64::MAX - 3], 2), 1);
     }
 }
