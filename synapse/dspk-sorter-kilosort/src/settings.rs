@@ -573,7 +573,7 @@ pub struct DriftSettings {
     /// Kilosort4's `binning_depth`: um per depth bin of the fingerprints. Default 5.
     pub binning_depth: f64,
     /// Kilosort4's `sig_interp`: um, width of the Gaussian kernel that interpolates channels at
-    /// shifted positions ([`ShiftInterpolation`]). Default 20.
+    /// shifted positions ([`ShiftInterpolation`](crate::drift::ShiftInterpolation)). Default 20.
     pub sig_interp: f64,
     /// Kilosort4's `drift_smoothing`: standard deviations (shift steps, batches, blocks) of
     /// the Gaussian smoothing of the per-block registration scores. Default `[0.5, 0.5, 0.5]`.
@@ -682,7 +682,7 @@ impl Default for CentreSettings {
     }
 }
 
-/// How [`align_templates`] scores a lag from the per-channel correlations with the universal
+/// How [`align_templates`](crate::templates::learned::align_templates) scores a lag from the per-channel correlations with the universal
 /// shapes (setting `template_alignment`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
