@@ -125,17 +125,6 @@ fn detector(client: &Client, threshold: f32) -> UniversalDetector {
     .unwrap()
 }
 
-/// The window `index` of `schedule` over the `CHANNELS x total` recording `data`: its read
-/// range uploaded, and the host copy.
-fn window(
-    client: &Client,
-    data: &[f32],
-    schedule: &ChunkSchedule,
-    index: usize,
-) -> (DeviceWindow, Vec<f32>) {
-    cut_window(client, data, CHANNELS, schedule, index)
-}
-
 /// Detects every window of `schedule` in turn with one detector.
 fn detect_all(
     client: &Client,
@@ -145,7 +134,7 @@ fn detect_all(
 ) -> Spikes {
     let mut spikes = detector.new_spikes();
     for index in 0..schedule.len() {
-        let (window, _) = window(client, data, schedule, index);
+        let (window, _) = cut_window(client, data, CHANNELS, schedule, index);
         detector.detect(client, &window, &mut spikes).unwrap();
     }
     spikes
@@ -213,7 +202,7 @@ fn detect_matches_reference() {
             let mut detector = detector(client, threshold);
             let mut spikes = detector.new_spikes();
             for index in 0..schedule.len() {
-                let (window, host) = window(client, &data, &schedule, index);
+                let (window, host) = cut_window(client, &data, CHANNELS, &schedule, index);
                 let expected = reference::detect(
                     &host,
                     CHANNELS,
@@ -305,7 +294,7 @@ fn detect_reports_non_finite_samples() {
             let mut bad = data.clone();
             bad[channel * total + sample] = value;
             // Window 0 reads 0..350: sample 320 is in its halo.
-            let (window, _) = window(client, &bad, &schedule, 0);
+            let (window, _) = cut_window(client, &bad, CHANNELS, &schedule, 0);
             let mut spikes = detector.new_spikes();
             let result = detector.detect(client, &window, &mut spikes);
             match result {
@@ -340,7 +329,7 @@ fn detect_grows_past_its_first_spike_capacity() {
     let schedule = ChunkSchedule::new(total as u64, total as u64, 0, 0).unwrap();
     for_each_runtime(|_, client| {
         let mut detector = detector(client, 1.0);
-        let (window, host) = window(client, &data, &schedule, 0);
+        let (window, host) = cut_window(client, &data, CHANNELS, &schedule, 0);
         let expected = reference::detect(
             &host,
             CHANNELS,
@@ -428,7 +417,7 @@ fn detect_breaks_ties_as_specified() {
         let mut detector =
             UniversalDetector::new(client, CHANNELS, &positions(), &centres, &templates, 9.0)
                 .unwrap();
-        let (window, host) = window(client, &data, &schedule, 0);
+        let (window, host) = cut_window(client, &data, CHANNELS, &schedule, 0);
         let expected = reference::detect(
             &host,
             CHANNELS,

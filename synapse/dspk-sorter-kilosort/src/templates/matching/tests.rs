@@ -139,17 +139,6 @@ fn matcher(client: &Client, settings: &MatchSettings) -> Matcher {
     .unwrap()
 }
 
-/// The window `index` of `schedule` over the `CHANNELS x total` recording `data`: its read
-/// range uploaded, and the host copy.
-fn window(
-    client: &Client,
-    data: &[f32],
-    schedule: &ChunkSchedule,
-    index: usize,
-) -> (DeviceWindow, Vec<f32>) {
-    cut_window(client, data, CHANNELS, schedule, index)
-}
-
 /// Matches every window of `schedule` in turn with one matcher.
 fn match_all(
     client: &Client,
@@ -159,7 +148,7 @@ fn match_all(
 ) -> MatchedSpikes {
     let mut spikes = matcher.new_spikes();
     for index in 0..schedule.len() {
-        let (window, _) = window(client, data, schedule, index);
+        let (window, _) = cut_window(client, data, CHANNELS, schedule, index);
         matcher.match_window(client, &window, &mut spikes).unwrap();
     }
     spikes
@@ -234,7 +223,7 @@ fn match_equals_reference() {
             let mut spikes = matcher.new_spikes();
             let mut deepest = 0;
             for index in 0..schedule.len() {
-                let (window, host) = window(client, &data, &schedule, index);
+                let (window, host) = cut_window(client, &data, CHANNELS, &schedule, index);
                 let expected = reference::match_window(
                     &host,
                     window.owned_local(),
@@ -351,7 +340,7 @@ fn match_reports_non_finite_samples() {
             let mut bad = data.clone();
             bad[channel * total + sample] = value;
             // Window 0 reads 0..350: sample 320 is in its halo.
-            let (window, _) = window(client, &bad, &schedule, 0);
+            let (window, _) = cut_window(client, &bad, CHANNELS, &schedule, 0);
             let mut spikes = matcher.new_spikes();
             match matcher.match_window(client, &window, &mut spikes) {
                 Err(Error::Input { reason, .. }) => assert!(
@@ -509,7 +498,7 @@ fn match_subtracts_tied_peaks_in_column_order() {
     let schedule = ChunkSchedule::new(total as u64, total as u64, 0, 0).unwrap();
     for_each_runtime(|_, client| {
         let one = settings(3.0, 1);
-        let (window, host) = window(client, &data, &schedule, 0);
+        let (window, host) = cut_window(client, &data, CHANNELS, &schedule, 0);
         let expected = reference::match_window(
             &host,
             window.owned_local(),
