@@ -18,7 +18,7 @@
 //!   ([`detection::centres`]), spike detection with them;
 //! - [`drift`]: drift estimation from a detection pass, and correction of every later pass;
 //! - [`clustering`]: the first and final clusterings (groups by probe section, the graph
-//!   clustering of one group in [`clustering::group`]);
+//!   clustering of one group in `clustering/group/`);
 //! - [`templates`]: the learned templates ([`templates::learned`]) and matching them on the
 //!   device ([`templates::matching`]);
 //! - [`merging`]: the global merges by template similarity and refractoriness;

@@ -7,7 +7,7 @@
 //! the 1001 counts, nothing per spike.
 
 /// Bins of the correlogram: lags -500..=500 ms, 1 ms each.
-pub const CCG_BINS: usize = 1001;
+pub(crate) const CCG_BINS: usize = 1001;
 
 /// Index of the zero-lag bin.
 const ZERO_BIN: usize = 500;
@@ -20,7 +20,7 @@ const HALF_SPAN_S: f64 = 0.5;
 
 /// The refractoriness statistics of one correlogram (§8.3).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct CcgMetrics {
+pub(crate) struct CcgMetrics {
     /// Smallest normalised rate near zero lag over the rate of the shoulders,
     /// `min_i R_i / (1e-10 + max(R00, R01))`.
     pub r12: f64,
@@ -55,7 +55,7 @@ impl CcgMetrics {
 /// Exchanging the trains mirrors the counts (`K'[i] = K[1000 - i]`), except for pairs exactly
 /// 0.5 s apart, which sit in bin 0 or bin 1000 depending on the order.
 #[must_use]
-pub fn ccg_counts(a: &[f64], b: &[f64]) -> Vec<u64> {
+pub(crate) fn ccg_counts(a: &[f64], b: &[f64]) -> Vec<u64> {
     let mut counts = vec![0u64; CCG_BINS];
     // Window of `a` for the current `b`: indices lo..hi hold the a with b - 0.5 < a <= b + 0.5.
     // Both ends only move forward as b grows.
@@ -92,7 +92,7 @@ pub fn ccg_counts(a: &[f64], b: &[f64]) -> Vec<u64> {
 ///
 /// An empty train or a zero span gives `R12 = 0`, `Q12 = 1`, `Q00 = ∞` (no test passes).
 #[must_use]
-pub fn ccg_metrics(a: &[f64], b: &[f64]) -> CcgMetrics {
+pub(crate) fn ccg_metrics(a: &[f64], b: &[f64]) -> CcgMetrics {
     let (Some(&a0), Some(&a1), Some(&b0), Some(&b1)) = (a.first(), a.last(), b.first(), b.last())
     else {
         return CcgMetrics::UNDEFINED;
@@ -134,7 +134,7 @@ pub fn ccg_metrics(a: &[f64], b: &[f64]) -> CcgMetrics {
 /// `R12 < acg_threshold` and `Q12 < 0.2`. A train of at most 10 spikes or with no time span is
 /// not refractory and reports `R12 = 0`. The train is in seconds and sorted.
 #[must_use]
-pub fn acg_refractory(train: &[f64], acg_threshold: f64) -> (bool, CcgMetrics) {
+pub(crate) fn acg_refractory(train: &[f64], acg_threshold: f64) -> (bool, CcgMetrics) {
     if train.len() <= 10 {
         return (false, CcgMetrics::UNDEFINED);
     }
@@ -147,7 +147,7 @@ pub fn acg_refractory(train: &[f64], acg_threshold: f64) -> (bool, CcgMetrics) {
 /// on the cross-correlogram of two sorted trains in seconds, with no guard on the number of
 /// spikes.
 #[must_use]
-pub fn cross_refractory(a: &[f64], b: &[f64], ccg_threshold: f64) -> bool {
+pub(crate) fn cross_refractory(a: &[f64], b: &[f64], ccg_threshold: f64) -> bool {
     let metrics = ccg_metrics(a, b);
     metrics.r12 < ccg_threshold && metrics.q12 < 0.05
 }
@@ -156,7 +156,7 @@ pub fn cross_refractory(a: &[f64], b: &[f64], ccg_threshold: f64) -> bool {
 /// `R12 < 0.25` and (`Q12 < 0.05` or `Q00 < 0.25`). Kilosort 4.1.7's version of the test never
 /// fires; this is the one that works.
 #[must_use]
-pub fn tree_cross_refractory(a: &[f64], b: &[f64]) -> bool {
+pub(crate) fn tree_cross_refractory(a: &[f64], b: &[f64]) -> bool {
     let metrics = ccg_metrics(a, b);
     metrics.r12 < 0.25 && (metrics.q12 < 0.05 || metrics.q00 < 0.25)
 }

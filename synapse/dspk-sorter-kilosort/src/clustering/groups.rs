@@ -18,7 +18,7 @@ use crate::{Error, KilosortSettings, Result};
 /// What is clustered: spikes, each attached to one item (a universal template centre or a
 /// learned template) with features on that item's channels.
 #[derive(Debug, Clone, Copy)]
-pub struct ClusterInput<'a> {
+pub(super) struct ClusterInput<'a> {
     /// `[x, y]` µm of each item.
     pub item_positions: &'a [[f32; 2]],
     /// `[items, nc]` row-major: the channels of each item, nearest first.
@@ -60,7 +60,7 @@ pub struct Clusters {
 ///
 /// [`Error::Input`] when the input's lengths disagree, an item or channel index is out of range
 /// or a feature is not finite; the graph clustering's errors.
-pub fn cluster_spikes(
+pub(super) fn cluster_spikes(
     input: &ClusterInput,
     channels: usize,
     channel_x: &[f32],
@@ -223,7 +223,7 @@ fn cluster_means(
 /// (squared distance, ties to the lower group index `jx * |y| + jy`), renumbered to the groups
 /// that hold an item, in grid order.
 #[must_use]
-pub fn assign_groups(
+pub(super) fn assign_groups(
     items: &[[f32; 2]],
     channel_x: &[f32],
     dmin: f32,

@@ -1,15 +1,16 @@
 //! Clustering (`docs/KILOSORT4.md` §6.1-6.8, §8.1): spikes grouped by probe section, each group
-//! clustered on its graph of nearest landmarks ([`group`]), the groups on the host's threads.
+//! clustered on its graph of nearest landmarks (`group`), the groups on the host's threads.
 //!
 //! The sort clusters twice ([`run`]): the universal detection's spikes at their template
 //! centres (the first clustering, whose clusters become the learned templates), then the
 //! matched spikes at their learned templates, where the merge tree also asks whether two
 //! branches are cross-refractory (the final clustering).
 
-pub mod group;
+pub(crate) mod group;
 mod groups;
 
-pub use groups::{ClusterInput, Clusters, assign_groups, cluster_spikes};
+pub use groups::Clusters;
+use groups::{ClusterInput, cluster_spikes};
 
 use crate::Result;
 use crate::detection::Spikes;
@@ -41,11 +42,11 @@ pub enum Input<'a> {
 
 /// A clustering stage on the host ("first clustering" or "final clustering", recorded in
 /// `ctx`): `input`'s spikes grouped by probe section and clustered group by group on the
-/// context's threads ([`cluster_spikes`]); each cluster's label, size and mean features.
+/// context's threads (`cluster_spikes`); each cluster's label, size and mean features.
 ///
 /// # Errors
 ///
-/// As [`cluster_spikes`].
+/// As `cluster_spikes`.
 pub fn run(ctx: &mut SortContext, input: Input) -> Result<Clusters> {
     match input {
         Input::First { spikes, centres } => ctx.host("first clustering", |ctx| {

@@ -3,8 +3,8 @@
 //! unit score.
 
 pub mod phy;
-pub mod postprocess;
-pub mod quality;
+pub(crate) mod postprocess;
+pub(crate) mod quality;
 pub mod score;
 pub mod sorting;
 pub mod summary;
@@ -32,16 +32,16 @@ pub struct Merged<'a> {
 }
 
 /// The post-processing stage on the host (recorded in `ctx` with its spike count): the finished
-/// sorting ([`finish_sorting`]); with `peak_spike_times` (EMUsort's preset) each unit's spike
-/// times moved to its unwhitened template's peak on its best channel ([`unit_peaks`]) and back
+/// sorting (`finish_sorting`); with `peak_spike_times` (EMUsort's preset) each unit's spike
+/// times moved to its unwhitened template's peak on its best channel (`unit_peaks`) and back
 /// by that channel's delay (when channel delays are removed), so times are those of the spike's
 /// peak in the recording, not of the template's trough index on the delay-aligned channels as
 /// EMUsort reports them (`docs/KILOSORT4.md` §10.1.1); and each unit's quality metrics and
-/// EMUsort score ([`unit_scores`], EMUsort's defaults).
+/// EMUsort score (`unit_scores`, EMUsort's defaults).
 ///
 /// # Errors
 ///
-/// As [`finish_sorting`], [`unit_peaks`] and [`unit_scores`].
+/// As `finish_sorting`, `unit_peaks` and `unit_scores`.
 pub fn run(
     ctx: &mut SortContext,
     merged: Merged,

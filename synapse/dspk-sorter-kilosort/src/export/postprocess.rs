@@ -11,7 +11,7 @@ use crate::spikes::{LearnedChannels, MatchedSpikes};
 use crate::{Error, KilosortSettings, Result};
 
 /// Channels per spike in `pc_features.npy` (capped at the probe's channel count).
-pub const PC_CHANNELS: usize = 10;
+pub(crate) const PC_CHANNELS: usize = 10;
 
 /// Finishes a sort (§8.4) from the merged spikes (`spikes`, in time order, features on
 /// `channels.of(template)`), the unit of each spike (`clusters`), the units' mean features
@@ -53,7 +53,7 @@ pub const PC_CHANNELS: usize = 10;
     clippy::too_many_arguments,
     reason = "the inputs are the outputs of separate stages; a struct would only rename them"
 )]
-pub fn finish_sorting(
+pub(crate) fn finish_sorting(
     spikes: &MatchedSpikes,
     clusters: &[u32],
     channels: &LearnedChannels,

@@ -23,7 +23,7 @@ use crate::{Error, Result};
 /// unwhitened by `Wrot⁻¹` (the inverse `whitening_mat_inv.npy` holds), at its largest
 /// magnitude (the first on ties).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct UnitPeak {
+pub(crate) struct UnitPeak {
     /// The best channel (index into the sorted channels).
     pub channel: usize,
     /// The template sample of the peak (the spike time is at `nt0min`).
@@ -38,7 +38,7 @@ pub struct UnitPeak {
 ///
 /// [`Error::Input`] when the whitening matrix cannot be inverted or does not match the
 /// sorting's channels.
-pub fn unit_peaks(sorting: &Sorting, fit: &PreprocessingFit) -> Result<Vec<UnitPeak>> {
+pub(crate) fn unit_peaks(sorting: &Sorting, fit: &PreprocessingFit) -> Result<Vec<UnitPeak>> {
     let c = sorting.channels;
     let dense = fit.whitening.dense();
     if dense.len() != c * c {
@@ -88,7 +88,7 @@ pub fn unit_peaks(sorting: &Sorting, fit: &PreprocessingFit) -> Result<Vec<UnitP
 /// # Errors
 ///
 /// As [`unit_peaks`]; [`Error::Input`] when the fit's channel deviations do not match.
-pub fn unit_snr(sorting: &Sorting, fit: &PreprocessingFit) -> Result<Vec<f64>> {
+pub(crate) fn unit_snr(sorting: &Sorting, fit: &PreprocessingFit) -> Result<Vec<f64>> {
     if fit.channel_std.len() != sorting.channels {
         return Err(Error::Input {
             what: "unit SNR",
@@ -120,7 +120,7 @@ pub fn unit_snr(sorting: &Sorting, fit: &PreprocessingFit) -> Result<Vec<f64>> {
 /// # Errors
 ///
 /// As [`unit_snr`]; [`Error::Setting`] for settings [`ScoreSettings::validate`] refuses.
-pub fn unit_scores(
+pub(crate) fn unit_scores(
     sorting: &Sorting,
     fit: &PreprocessingFit,
     settings: &ScoreSettings,

@@ -116,9 +116,9 @@ pub struct NearDuplicates {
 /// `clusters` holds the unit of every spike, `units` the `[N, channels, P]` mean features of the
 /// units (Kilosort's `Wall`), `spikes` the matched spikes with their features on their
 /// templates' channels. Seeds are the units whose auto-correlogram is refractory
-/// ([`acg_refractory`] with `acg_threshold`, once, before any merge); a candidate with
+/// (`acg_refractory` with `acg_threshold`, once, before any merge); a candidate with
 /// similarity at least [`MERGE_SIMILARITY`] is absorbed when the seed's and its trains (samples
-/// over `sample_rate`) are cross-refractory ([`cross_refractory`] with `ccg_threshold`). The
+/// over `sample_rate`) are cross-refractory (`cross_refractory` with `ccg_threshold`). The
 /// absorbed unit is first moved by `dt = nt - ℓ`, `ℓ` its best lag index against the seed: its
 /// spikes' samples decrease by `dt`, and its template and its spikes' features are shifted by
 /// `dt` samples in the time domain (the vacated samples take the nearest surviving value) and

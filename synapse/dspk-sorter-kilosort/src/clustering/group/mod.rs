@@ -43,7 +43,7 @@ use crate::{Error, Result};
 
 /// Settings of the graph clustering (Kilosort4's defaults in [`Default`]).
 #[derive(Debug, Clone, PartialEq)]
-pub struct GraphSettings {
+pub(crate) struct GraphSettings {
     /// `cluster_neighbors`: nearest landmarks of every point (10).
     pub neighbors: usize,
     /// `cluster_downsampling`: every `downsampling`-th point is a landmark (20).
@@ -124,7 +124,7 @@ impl GraphSettings {
 /// [`Error::Setting`] when a count of `settings` is 0 or a threshold is not finite;
 /// [`Error::Input`] when `x` does not hold `n * d` values, `d` is 0 while `n` is not, or a value
 /// is not finite or beyond `+-1e15` (naming the point and feature).
-pub fn cluster_group(
+pub(crate) fn cluster_group(
     x: &[f32],
     n: usize,
     d: usize,
