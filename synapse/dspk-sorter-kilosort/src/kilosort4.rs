@@ -13,7 +13,7 @@ use dspk_synapse::phy::PhyParams;
 use crate::clustering::{self, Input};
 use crate::detection::centres::TemplateCentres;
 use crate::detection::universal::{self, UniversalTemplates};
-use crate::detection::{self, Spikes};
+use crate::detection::{self, DetectedSpikes};
 use crate::drift::{self, DriftEstimate};
 use crate::export::phy::{PhyOutput, write_phy_folder};
 use crate::export::score::UnitMetrics;
@@ -52,7 +52,7 @@ pub struct Kilosort4 {
 #[derive(Debug)]
 pub struct FrontHalf {
     /// The detected spikes (time, centre, amplitude, position, features).
-    pub spikes: Spikes,
+    pub spikes: DetectedSpikes,
     /// The universal templates detection used.
     pub templates: UniversalTemplates,
     /// The preprocessing fit: offsets, whitening, channel noise, channel delays (the one

@@ -1,12 +1,119 @@
-//! The spikes that pass between the stages of a sort, on the host: those universal-template
-//! detection finds ([`Spikes`], `docs/KILOSORT4.md` §5), those learned-template matching finds
-//! ([`MatchedSpikes`], §7) and the channels each learned template's spikes carry features on
-//! ([`LearnedChannels`]).
-/// Spikes found by [`UniversalDetector`](crate::detection::UniversalDetector), one entry per spike in each
-/// field, ordered by `(sample, centre)` (each window's spikes are sorted so; windows come in time
-/// order and own disjoint samples).
+//! The spikes that pass between the stages of a sort, on the host: one table type,
+//! [`Spikes`], with the PC features every kind of spike carries and the columns of its kind:
+//! those universal-template detection finds ([`DetectedSpikes`], `docs/KILOSORT4.md` §5), those
+//! learned-template matching finds ([`MatchedSpikes`], §7); and the channels each learned
+//! template's spikes carry features on ([`LearnedChannels`]).
+
+use std::ops::{Deref, DerefMut};
+
+/// The columns of one kind of spike (one entry per spike in each).
+pub trait SpikeColumns: Default {
+    /// Spikes in the columns.
+    fn count(&self) -> usize;
+
+    /// Host bytes one spike takes in the columns.
+    fn bytes_per_spike(&self) -> usize;
+}
+
+/// Spikes with PC features: the columns of their kind `K` (reached through `Deref`, e.g.
+/// `spikes.sample`) and `[n, nc, p]` row-major features, spike `m`'s `q`-th component on the
+/// `i`-th channel of the item it is attached to (a template centre's nearest channels, a learned
+/// template's channels) at `(m * nc + i) * p + q` (Kilosort's `tF`).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Spikes {
+pub struct Spikes<K> {
+    columns: K,
+    /// The PC features, `[n, nc, p]` row-major.
+    pub features: Vec<f32>,
+    nc: usize,
+    p: usize,
+}
+
+impl<K: SpikeColumns> Spikes<K> {
+    /// No spikes, for `nc` channels per spike and `p` principal components.
+    #[must_use]
+    pub fn new(nc: usize, p: usize) -> Self {
+        Self {
+            columns: K::default(),
+            features: Vec::new(),
+            nc,
+            p,
+        }
+    }
+
+    /// Number of spikes.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.columns.count()
+    }
+
+    /// Whether there is no spike.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Channels per spike in [`features`](Self::features).
+    #[must_use]
+    pub fn nc(&self) -> usize {
+        self.nc
+    }
+
+    /// Principal components per channel in [`features`](Self::features).
+    #[must_use]
+    pub fn p(&self) -> usize {
+        self.p
+    }
+
+    /// The `nc x p` features of spike `m`.
+    #[must_use]
+    pub fn features_of(&self, m: usize) -> &[f32] {
+        let w = self.nc * self.p;
+        &self.features[m * w..(m + 1) * w]
+    }
+
+    /// Gives empty spikes the shape `nc x p`; whether the spikes have that shape.
+    pub(crate) fn adopt_shape(&mut self, nc: usize, p: usize) -> bool {
+        if self.is_empty() {
+            self.nc = nc;
+            self.p = p;
+        }
+        self.nc == nc && self.p == p
+    }
+
+    /// Host bytes one spike takes across all columns and its features.
+    #[must_use]
+    pub fn bytes_per_spike(&self) -> usize {
+        self.columns.bytes_per_spike() + self.nc * self.p * size_of::<f32>()
+    }
+}
+
+impl<K> Deref for Spikes<K> {
+    type Target = K;
+
+    fn deref(&self) -> &K {
+        &self.columns
+    }
+}
+
+impl<K> DerefMut for Spikes<K> {
+    fn deref_mut(&mut self) -> &mut K {
+        &mut self.columns
+    }
+}
+
+/// Spikes found by [`UniversalDetector`](crate::detection::UniversalDetector), ordered by
+/// `(sample, centre)` (each window's spikes are sorted so; windows come in time order and own
+/// disjoint samples); features on the centre's nearest channels.
+pub type DetectedSpikes = Spikes<Detected>;
+
+/// Spikes found by learned-template matching, in time order (ties: batch, peel, position in the
+/// peel, so the order is the same run after run); features on the template's channels
+/// ([`LearnedChannels::of`]): the batch's final residual plus the spike's own fitted template.
+pub type MatchedSpikes = Spikes<Matched>;
+
+/// The columns of a detected spike.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Detected {
     /// Recording sample of the spike's score column `t`: the template's sample `j` lies on the
     /// recording sample `t + j - nt / 2`, so its trough (`nt0min`) is at `t - (nt / 2 -
     /// nt0min)` (Kilosort's convention: 10 samples before `t` with `nt = 61`, `nt0min = 20`).
@@ -25,74 +132,26 @@ pub struct Spikes {
     pub x: Vec<f32>,
     /// Depth y in um, weighted as `x` (Kilosort's `st0` column 1).
     pub depth: Vec<f32>,
-    /// PC features `[n, nc, p]` row-major: spike `m`'s projection of its centre's `i`-th
-    /// nearest channel on component `q` at `(m * nc + i) * p + q` (Kilosort's `tF`).
-    pub features: Vec<f32>,
-    nc: usize,
-    p: usize,
 }
 
-impl Spikes {
-    /// No spikes, for `nc` channels per spike and `p` principal components.
-    #[must_use]
-    pub fn new(nc: usize, p: usize) -> Self {
-        Self {
-            nc,
-            p,
-            ..Self::default()
-        }
-    }
-
-    /// Number of spikes.
-    #[must_use]
-    pub fn len(&self) -> usize {
+impl SpikeColumns for Detected {
+    fn count(&self) -> usize {
         self.sample.len()
     }
 
-    /// Whether there is no spike.
-    #[must_use]
-    pub fn is_empty(&self) -> bool {
-        self.sample.is_empty()
-    }
-
-    /// Channels per spike in [`features`](Self::features).
-    #[must_use]
-    pub fn nc(&self) -> usize {
-        self.nc
-    }
-
-    /// Principal components per channel in [`features`](Self::features).
-    #[must_use]
-    pub fn p(&self) -> usize {
-        self.p
-    }
-
-    /// Gives empty spikes the shape `nc x p`; whether the spikes have that shape.
-    pub(crate) fn adopt_shape(&mut self, nc: usize, p: usize) -> bool {
-        if self.is_empty() {
-            self.nc = nc;
-            self.p = p;
-        }
-        self.nc == nc && self.p == p
-    }
-
-    /// Host bytes one spike takes across all fields.
-    #[must_use]
-    pub fn bytes_per_spike(&self) -> usize {
+    fn bytes_per_spike(&self) -> usize {
         size_of::<u64>()
             + size_of::<u32>()
             + size_of::<u16>()
             + size_of::<f32>()
             + size_of::<i8>()
             + 2 * size_of::<f32>()
-            + self.nc * self.p * size_of::<f32>()
     }
 }
 
-/// Spikes found by learned-template matching, one entry per spike in each field, in time order
-/// (ties: batch, peel, position in the peel, so the order is the same run after run).
+/// The columns of a matched spike.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct MatchedSpikes {
+pub struct Matched {
     /// Trough sample of the spike, counted from the recording's first sample.
     pub sample: Vec<i64>,
     /// The learned template that matched it (Kilosort's `st[:, 1]`).
@@ -101,50 +160,15 @@ pub struct MatchedSpikes {
     pub score: Vec<f32>,
     /// The fitted scaling of the template (`B[n, t] / nm[n]`).
     pub scale: Vec<f32>,
-    /// PC features `[n, nc, p]` row-major: spike `m`'s `q`-th component on the `i`-th channel of
-    /// its template's channel list ([`LearnedChannels::of`]) at `(m * nc + i) * p + q` (Kilosort's
-    /// `tF` after matching: the batch's final residual plus the spike's own fitted template).
-    pub features: Vec<f32>,
-    /// Channels per spike in `features`.
-    pub nc: usize,
-    /// Principal components per channel in `features`.
-    pub p: usize,
 }
 
-impl MatchedSpikes {
-    /// No spikes, `nc` channels and `p` components per spike.
-    #[must_use]
-    pub fn new(nc: usize, p: usize) -> Self {
-        Self {
-            nc,
-            p,
-            ..Self::default()
-        }
-    }
-
-    /// Number of spikes.
-    #[must_use]
-    pub fn len(&self) -> usize {
+impl SpikeColumns for Matched {
+    fn count(&self) -> usize {
         self.sample.len()
     }
 
-    /// Whether there is no spike.
-    #[must_use]
-    pub fn is_empty(&self) -> bool {
-        self.sample.is_empty()
-    }
-
-    /// The `nc x p` features of spike `m`.
-    #[must_use]
-    pub fn features_of(&self, m: usize) -> &[f32] {
-        let w = self.nc * self.p;
-        &self.features[m * w..(m + 1) * w]
-    }
-
-    /// Host bytes one spike takes across all fields.
-    #[must_use]
-    pub fn bytes_per_spike(&self) -> usize {
-        size_of::<i64>() + size_of::<u32>() + 2 * size_of::<f32>() + self.nc * self.p * 4
+    fn bytes_per_spike(&self) -> usize {
+        size_of::<i64>() + size_of::<u32>() + 2 * size_of::<f32>()
     }
 }
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use cubecl::client::Client;
 use dspk_core::test_util::for_each_runtime;
 use dspk_core::{RecordingSource, ScaledOnly};
-use dspk_sorter_kilosort::detection::Spikes;
+use dspk_sorter_kilosort::spikes::DetectedSpikes;
 use dspk_sorter_kilosort::{Error, FrontHalf, Kilosort4, KilosortSettings, RunOptions, SortProbe};
 use dspk_synapse::groundtruth::{Drift, GroundTruthRecording};
 
@@ -38,7 +38,7 @@ fn run(
 }
 
 /// Every spike's identity and the bits of its values.
-fn bits(spikes: &Spikes) -> Vec<(u64, u32, u32, Vec<u32>)> {
+fn bits(spikes: &DetectedSpikes) -> Vec<(u64, u32, u32, Vec<u32>)> {
     let per = spikes.features.len() / spikes.len().max(1);
     (0..spikes.len())
         .map(|i| {
@@ -85,7 +85,7 @@ fn stored_upload_matches_f32_upload() {
 }
 
 /// Whether every amplitude and feature is finite.
-fn finite(spikes: &Spikes) -> bool {
+fn finite(spikes: &DetectedSpikes) -> bool {
     spikes
         .amplitude
         .iter()
@@ -94,7 +94,7 @@ fn finite(spikes: &Spikes) -> bool {
 }
 
 /// Each spike's sample, centre and template combination.
-fn identities(spikes: &Spikes) -> Vec<(u64, u32, u16)> {
+fn identities(spikes: &DetectedSpikes) -> Vec<(u64, u32, u16)> {
     (0..spikes.len())
         .map(|i| (spikes.sample[i], spikes.centre[i], spikes.combo[i]))
         .collect()
@@ -102,7 +102,7 @@ fn identities(spikes: &Spikes) -> Vec<(u64, u32, u16)> {
 
 /// The largest difference of amplitudes (relative) and features (relative to the spike's
 /// largest feature) between two lists of the same spikes.
-fn worst_difference(a: &Spikes, b: &Spikes) -> f32 {
+fn worst_difference(a: &DetectedSpikes, b: &DetectedSpikes) -> f32 {
     let per = a.features.len() / a.len().max(1);
     (0..a.len())
         .map(|i| {

@@ -13,7 +13,7 @@ pub use groups::Clusters;
 use groups::{ClusterInput, cluster_spikes};
 
 use crate::Result;
-use crate::detection::Spikes;
+use crate::detection::DetectedSpikes;
 use crate::detection::centres::TemplateCentres;
 use crate::runner::SortContext;
 use crate::spikes::{LearnedChannels, MatchedSpikes};
@@ -25,7 +25,7 @@ pub enum Input<'a> {
     /// centres that found them.
     First {
         /// The detected spikes.
-        spikes: &'a Spikes,
+        spikes: &'a DetectedSpikes,
         /// The template centres.
         centres: &'a TemplateCentres,
     },
@@ -80,7 +80,7 @@ pub fn run(ctx: &mut SortContext, input: Input) -> Result<Clusters> {
                 item_positions: &item_positions,
                 item_channels: &channels.channels,
                 nc: channels.nc,
-                p: spikes.p,
+                p: spikes.p(),
                 spike_item: &spikes.template,
                 features: &spikes.features,
                 times: Some(&times),

@@ -5,7 +5,7 @@ use cubecl::prelude::*;
 use dspk_ops::launch::{CUBE_DIM, cube_count};
 use dspk_ops::{DeviceArray, DeviceLimits, DeviceWindow};
 
-use super::Spikes;
+use super::DetectedSpikes;
 use super::kernel::{self, LANES};
 use crate::algorithms::projection::Projection;
 use crate::detection::centres::TemplateCentres;
@@ -221,10 +221,10 @@ impl UniversalDetector {
         self.nt / 2 + self.nt0min
     }
 
-    /// An empty [`Spikes`] shaped for this detector (`nc` channels, `P` components).
+    /// An empty [`DetectedSpikes`] shaped for this detector (`nc` channels, `P` components).
     #[must_use]
-    pub fn new_spikes(&self) -> Spikes {
-        Spikes::new(self.nc, self.pcs)
+    pub fn new_spikes(&self) -> DetectedSpikes {
+        DetectedSpikes::new(self.nc, self.pcs)
     }
 
     /// Detects the spikes of `window` (whitened data, `channels x read` samples) at the
@@ -234,7 +234,7 @@ impl UniversalDetector {
     /// # Errors
     ///
     /// [`Error::Input`] when the window does not have the detector's channels, `spikes` holds
-    /// spikes of another `nc` or `P` (empty spikes, such as `Spikes::default()`, take the
+    /// spikes of another `nc` or `P` (empty spikes, such as `DetectedSpikes::default()`, take the
     /// detector's), or a sample of the window's array (halos included) is NaN
     /// or infinite (naming the first one; no spike is added); [`Error::Ops`] when the
     /// window's buffers exceed the device's limits; [`Error::Device`] when the device fails.
@@ -242,7 +242,7 @@ impl UniversalDetector {
         &mut self,
         client: &Client,
         window: &DeviceWindow,
-        spikes: &mut Spikes,
+        spikes: &mut DetectedSpikes,
     ) -> Result<()> {
         let array = window.array();
         if array.channels() != self.channels {

@@ -11,7 +11,7 @@ mod reference;
 mod tests;
 pub mod universal;
 
-pub use crate::spikes::Spikes;
+pub use crate::spikes::DetectedSpikes;
 pub use launch::UniversalDetector;
 
 use centres::{TemplateCentres, template_centres};
@@ -57,9 +57,9 @@ pub fn run(
     windows: &mut CorrectedWindows,
     detector: &mut UniversalDetector,
     name: &'static str,
-) -> Result<Spikes> {
+) -> Result<DetectedSpikes> {
     let client = ctx.client().clone();
-    let mut spikes = Spikes::default();
+    let mut spikes = DetectedSpikes::default();
     let report = ctx.pass(windows, name, |w| detector.detect(&client, w, &mut spikes))?;
     report.spikes = Some(spikes.len());
     Ok(spikes)

@@ -6,7 +6,7 @@ use dspk_core::test_util::{Rng, for_each_runtime};
 use dspk_ops::{DeviceArray, DeviceWindow};
 
 use super::reference;
-use super::{Spikes, UniversalDetector};
+use super::{DetectedSpikes, UniversalDetector};
 use crate::Error;
 use crate::detection::centres::{CentreSettings, TemplateCentres, template_centres};
 use crate::detection::universal::UniversalTemplates;
@@ -131,7 +131,7 @@ fn detect_all(
     detector: &mut UniversalDetector,
     data: &[f32],
     schedule: &ChunkSchedule,
-) -> Spikes {
+) -> DetectedSpikes {
     let mut spikes = detector.new_spikes();
     for index in 0..schedule.len() {
         let (window, _) = cut_window(client, data, CHANNELS, schedule, index);
@@ -144,7 +144,7 @@ fn detect_all(
 /// (sample, centre, combo, sign) exactly, values within float tolerance.
 fn assert_matches(
     what: &str,
-    spikes: &Spikes,
+    spikes: &DetectedSpikes,
     first: usize,
     start: u64,
     expected: &[reference::Spike],
@@ -382,10 +382,10 @@ fn detect_rejects_mismatched_shapes() {
             .unwrap();
         let window = DeviceWindow::new(array, halo_window).unwrap();
         // Empty spikes of any shape take the detector's; others must have it.
-        let mut spikes = Spikes::default();
+        let mut spikes = DetectedSpikes::default();
         detector.detect(client, &window, &mut spikes).unwrap();
         assert_eq!((spikes.nc(), spikes.p()), (7, 3));
-        let mut other = Spikes::new(7, 4);
+        let mut other = DetectedSpikes::new(7, 4);
         other.sample.push(0);
         assert!(matches!(
             detector.detect(client, &window, &mut other),

@@ -209,12 +209,13 @@ fn check_inputs(
             reason: format!("spike {} comes before spike {m} in time", m + 1),
         });
     }
-    if !spikes.is_empty() && channels.nc != spikes.nc {
+    if !spikes.is_empty() && channels.nc != spikes.nc() {
         return Err(Error::Input {
             what: "learned channels",
             reason: format!(
                 "{} channels per template, the spikes have {}",
-                channels.nc, spikes.nc
+                channels.nc,
+                spikes.nc()
             ),
         });
     }

@@ -185,7 +185,7 @@ pub fn merge_units(
     let mut sizes: Vec<u64> = members.iter().map(|l| l.len() as u64).collect();
 
     let (nt, p) = (wtw.nt(), wtw.p());
-    let w = spikes.nc * spikes.p;
+    let w = spikes.nc() * spikes.p();
     let mut shifted_spikes = 0usize;
     let absorbed = greedy_merges(
         &mut bank,
@@ -421,7 +421,7 @@ fn sort_by_sample(spikes: &mut MatchedSpikes, clusters: &mut [u32]) {
     permute(&mut spikes.scale, &order);
     let sorted: Vec<u32> = order.iter().map(|&m| clusters[m]).collect();
     clusters.copy_from_slice(&sorted);
-    let w = spikes.nc * spikes.p;
+    let w = spikes.nc() * spikes.p();
     spikes.features = order
         .iter()
         .flat_map(|&m| spikes.features[m * w..(m + 1) * w].iter().copied())
@@ -442,21 +442,21 @@ pub(crate) fn check_spikes(spikes: &MatchedSpikes, p: usize) -> Result<()> {
             reason: format!("{len} {name} values for {n} spikes"),
         });
     }
-    if spikes.features.len() != n * spikes.nc * spikes.p {
+    if spikes.features.len() != n * spikes.nc() * spikes.p() {
         return Err(Error::Input {
             what: "matched spikes",
             reason: format!(
                 "{} feature values for {n} spikes of [{}, {}]",
                 spikes.features.len(),
-                spikes.nc,
-                spikes.p
+                spikes.nc(),
+                spikes.p()
             ),
         });
     }
-    if n > 0 && spikes.p != p {
+    if n > 0 && spikes.p() != p {
         return Err(Error::Input {
             what: "matched spikes",
-            reason: format!("features have {} components, wPCA has {p}", spikes.p),
+            reason: format!("features have {} components, wPCA has {p}", spikes.p()),
         });
     }
     Ok(())

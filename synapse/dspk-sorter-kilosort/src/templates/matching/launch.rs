@@ -243,14 +243,13 @@ impl Matcher {
                 ),
             });
         }
-        if spikes.is_empty() {
-            (spikes.nc, spikes.p) = (nc, pcs);
-        } else if (spikes.nc, spikes.p) != (nc, pcs) {
+        if !spikes.adopt_shape(nc, pcs) {
             return Err(Error::Input {
                 what: "matched spikes",
                 reason: format!(
                     "shaped for {} channels x {} components, the matcher gives {nc} x {pcs}",
-                    spikes.nc, spikes.p
+                    spikes.nc(),
+                    spikes.p()
                 ),
             });
         }
