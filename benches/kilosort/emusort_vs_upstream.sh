@@ -6,11 +6,12 @@
 # scored). The figures of docs/ACCURACY.md and docs/PERFORMANCE.md for EMUsort come from this
 # script's output.
 #
-#   benches/kilosort/emusort_vs_upstream.sh BENCH_TOOLS EMUSORT_BINARY WORK_DIR [CASE...]
+#   benches/kilosort/emusort_vs_upstream.sh BENCH_TOOLS DSPK_BINARY WORK_DIR [CASE...]
 #
 # BENCH_TOOLS: the folder with gen_emg_ground_truth.py, run_emusort.py, score.py and the wheels
-# requirements-offline-emusort.txt lists (wheels-cp312/); EMUSORT_BINARY: a release build of
-# `examples/emusort.rs` with the cuda runtime; WORK_DIR: where recordings and outputs go. Cases
+# requirements-offline-emusort.txt lists (wheels-cp312/); DSPK_BINARY: a release build of the
+# `dspk` command with the cuda runtime (`cargo build --release -p dspk-cli --features cuda`),
+# run as `dspk sort --preset emusort`; WORK_DIR: where recordings and outputs go. Cases
 # (default all): emg16 (16 channels, 60 s, 8 units, seed 1: upstream's published case),
 # emg16s (the same with one shared delay profile), emg32 (32 channels, 180 s, 16 units, seed 2,
 # the drive ramping to full: longer and denser).
@@ -72,7 +73,7 @@ PY
     echo "=== $case: dspk EMUsort preset on cuda, kernel caches $run"
     start=$(date +%s.%N)
     DSPK_RUNTIME=cuda DSPK_KERNEL_CACHE="$caches/dspk" CUDA_CACHE_PATH="$caches/cuda" \
-      "$SORT" "$dir/recording.bin" --out "$out" 2>&1 | grep -v "^\s*$" | tail -25
+      "$SORT" sort "$dir/recording.bin" --preset emusort --out "$out" 2>&1 | grep -v "^\s*$" | tail -25
     end=$(date +%s.%N)
     echo "DSPK_WALL $case cuda $run $(python3 -c "print(f'{$end - $start:.2f}')") s"
   done

@@ -4,12 +4,13 @@
 # comparison) from their Phy folders. The figures of docs/ACCURACY.md and docs/PERFORMANCE.md
 # come from this script's output.
 #
-#   benches/kilosort/sort_vs_ks4.sh BENCH_TOOLS SORT_BINARY WORK_DIR [RUNTIME...]
+#   benches/kilosort/sort_vs_ks4.sh BENCH_TOOLS DSPK_BINARY WORK_DIR [RUNTIME...]
 #
 # BENCH_TOOLS: the folder with gen_ground_truth.py, run_ks4.py, score.py and the wheels they
-# need (wheels-cp312/); SORT_BINARY: a release build of `examples/sort.rs` with the runtimes to
-# measure compiled in; WORK_DIR: where recordings and outputs go; RUNTIME: the DSPK_RUNTIME
-# values to run ours on (default: cuda). Cases: 64 channels, 120 s, 16 units, static, seed 42;
+# need (wheels-cp312/); DSPK_BINARY: a release build of the `dspk` command (`cargo build
+# --release -p dspk-cli --features cuda`) with the runtimes to measure compiled in, run as
+# `dspk sort`; WORK_DIR: where recordings and outputs go; RUNTIME: the DSPK_RUNTIME values to
+# run ours on (default: cuda). Cases: 64 channels, 120 s, 16 units, static, seed 42;
 # 384 channels, 120 s, 96 units, zigzag drift, seed 7.
 set -euo pipefail
 BENCH=$(realpath "$1")
@@ -59,7 +60,7 @@ EOF
     rm -rf "$out"
     echo "=== $case: dspk on $runtime"
     start=$(date +%s.%N)
-    DSPK_RUNTIME=$runtime "$SORT" "$dir/recording.bin" --probe "$dir/chanMap.json" --out "$out" \
+    DSPK_RUNTIME=$runtime "$SORT" sort "$dir/recording.bin" --probe "$dir/chanMap.json" --out "$out" \
       2>&1 | grep -v "^\s*$" | tail -25
     end=$(date +%s.%N)
     echo "DSPK_WALL $case $runtime $(python3 -c "print(f'{$end - $start:.2f}')") s"
