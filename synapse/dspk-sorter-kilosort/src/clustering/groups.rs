@@ -76,13 +76,7 @@ pub(super) fn cluster_spikes(
     for (s, &item) in input.spike_item.iter().enumerate() {
         members[groups[item as usize]].push(s);
     }
-    let graph = GraphSettings {
-        neighbors: settings.cluster_neighbors,
-        downsampling: settings.cluster_downsampling,
-        max_landmarks: settings.max_cluster_subset,
-        seed: settings.cluster_init_seed,
-        ..GraphSettings::default()
-    };
+    let graph = settings.graph();
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<Result<Vec<u32>>>>> =
         Mutex::new((0..n_groups).map(|_| None).collect());

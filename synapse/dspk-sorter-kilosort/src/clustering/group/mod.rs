@@ -39,7 +39,23 @@ mod tree;
 #[cfg(test)]
 mod tests;
 
-use crate::{Error, Result};
+use crate::{Error, KilosortSettings, Result};
+
+impl KilosortSettings {
+    /// The settings of the graph clustering of one group (`cluster_neighbors`,
+    /// `cluster_downsampling`, `max_cluster_subset`, `cluster_init_seed`; the rest Kilosort4's
+    /// fixed values).
+    #[must_use]
+    pub(crate) fn graph(&self) -> GraphSettings {
+        GraphSettings {
+            neighbors: self.cluster_neighbors,
+            downsampling: self.cluster_downsampling,
+            max_landmarks: self.max_cluster_subset,
+            seed: self.cluster_init_seed,
+            ..GraphSettings::default()
+        }
+    }
+}
 
 /// Settings of the graph clustering (Kilosort4's defaults in [`Default`]).
 #[derive(Debug, Clone, PartialEq)]

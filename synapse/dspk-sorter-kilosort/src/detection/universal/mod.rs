@@ -117,7 +117,7 @@ impl UniversalTemplates {
 /// clips; too few clips to learn from; device and read errors.
 pub fn run(ctx: &mut SortContext, windows: &mut CorrectedWindows) -> Result<UniversalTemplates> {
     let settings = ctx.settings();
-    let (nt, nt0min) = (settings.nt, settings.trough());
+    let nt = settings.nt;
     if !settings.templates_from_data {
         let path = settings.templates_file.as_ref().ok_or(Error::Setting {
             name: "templates_file",
@@ -137,13 +137,7 @@ pub fn run(ctx: &mut SortContext, windows: &mut CorrectedWindows) -> Result<Univ
         return Ok(file);
     }
     let client = ctx.client().clone();
-    let clip_settings = ClipSettings {
-        thresholds: settings.th_single_ch.clone(),
-        nt,
-        nt0min,
-        ..ClipSettings::default()
-    };
-    let mut harvester = ClipHarvester::new(&client, ctx.probe().len(), clip_settings)?;
+    let mut harvester = ClipHarvester::new(&client, ctx.probe().len(), settings.clips())?;
     windows.check_halo("clip harvest", harvester.halo())?;
     let (batch, stride) = (settings.batch_size, settings.clip_batch_stride);
     let harvested =
@@ -157,6 +151,20 @@ pub fn run(ctx: &mut SortContext, windows: &mut CorrectedWindows) -> Result<Univ
     ctx.host("template learning", |ctx| {
         learn_universal(ctx.client(), harvester.clips(), ctx.settings())
     })
+}
+
+impl KilosortSettings {
+    /// The settings of the clip harvest (`Th_single_ch`, `nt`, `nt0min`; the rest Kilosort4's
+    /// fixed values).
+    #[must_use]
+    pub fn clips(&self) -> ClipSettings {
+        ClipSettings {
+            thresholds: self.th_single_ch.clone(),
+            nt: self.nt,
+            nt0min: self.trough(),
+            ..ClipSettings::default()
+        }
+    }
 }
 
 /// Universal templates from harvested clips as `settings` say: scaled per clip or globally,

@@ -13,10 +13,22 @@ mod tests;
 pub use launch::Matcher;
 
 use super::learned::LearnedTemplates;
-use crate::Result;
 use crate::detection::universal::UniversalTemplates;
 use crate::runner::{CorrectedWindows, SortContext};
 use crate::spikes::{LearnedChannels, MatchedSpikes};
+use crate::{KilosortSettings, Result};
+
+impl KilosortSettings {
+    /// The settings of template matching (`Th_learned`, `max_peels`, `nearest_chans`).
+    #[must_use]
+    pub fn matching(&self) -> MatchSettings {
+        MatchSettings {
+            th_learned: self.th_learned,
+            max_peels: self.max_peels,
+            nearest_chans: self.nearest_chans,
+        }
+    }
+}
 
 /// The matching stage (`docs/KILOSORT4.md` §7): `learned` matched against every corrected
 /// window on the device (one pass, recorded in `ctx` with its spike count); the spikes in time
@@ -48,11 +60,7 @@ pub fn run(
         templates.nt(),
         templates.nt0min(),
         probe.positions(),
-        &MatchSettings {
-            th_learned: settings.th_learned,
-            max_peels: settings.max_peels,
-            nearest_chans: settings.nearest_chans,
-        },
+        &settings.matching(),
     )?;
     let mut matched = matcher.new_spikes();
     let report = ctx.pass(windows, "matching", |w| {
