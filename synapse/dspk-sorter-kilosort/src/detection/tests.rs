@@ -10,7 +10,7 @@ use super::{DetectedSpikes, UniversalDetector};
 use crate::Error;
 use crate::detection::centres::{CentreSettings, TemplateCentres, template_centres};
 use crate::detection::universal::UniversalTemplates;
-use crate::runner::test_windows::cut_window;
+use crate::runner::test_windows::{cut_window, zero_window};
 
 const CHANNELS: usize = 13;
 const NT: usize = 41;
@@ -362,25 +362,13 @@ fn detect_rejects_mismatched_shapes() {
             Err(Error::Setting { .. })
         ));
         let mut detector = new(CHANNELS, 9.0).unwrap();
-        let data = vec![0.0f32; (CHANNELS + 1) * 100];
-        let array = DeviceArray::from_host(client, &data, CHANNELS + 1, 100).unwrap();
-        let halo_window = ChunkSchedule::new(100, 100, 0, 0)
-            .unwrap()
-            .window(0)
-            .unwrap();
-        let window = DeviceWindow::new(array, halo_window).unwrap();
+        let window = zero_window(client, CHANNELS + 1, 100);
         let mut spikes = detector.new_spikes();
         assert!(matches!(
             detector.detect(client, &window, &mut spikes),
             Err(Error::Input { .. })
         ));
-        let data = vec![0.0f32; CHANNELS * 100];
-        let array = DeviceArray::from_host(client, &data, CHANNELS, 100).unwrap();
-        let halo_window = ChunkSchedule::new(100, 100, 0, 0)
-            .unwrap()
-            .window(0)
-            .unwrap();
-        let window = DeviceWindow::new(array, halo_window).unwrap();
+        let window = zero_window(client, CHANNELS, 100);
         // Empty spikes of any shape take the detector's; others must have it.
         let mut spikes = DetectedSpikes::default();
         detector.detect(client, &window, &mut spikes).unwrap();

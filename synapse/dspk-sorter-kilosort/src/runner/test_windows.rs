@@ -23,3 +23,15 @@ pub(crate) fn cut_window(
     let array = DeviceArray::from_host(client, &host, channels, halo_window.read_len()).unwrap();
     (DeviceWindow::new(array, halo_window).unwrap(), host)
 }
+
+/// A window of `channels x samples` zeros, uploaded, that owns all its samples.
+pub(crate) fn zero_window(client: &Client, channels: usize, samples: usize) -> DeviceWindow {
+    let data = vec![0.0f32; channels * samples];
+    let array = DeviceArray::from_host(client, &data, channels, samples).unwrap();
+    let total = samples as u64;
+    let halo_window = ChunkSchedule::new(total, total, 0, 0)
+        .unwrap()
+        .window(0)
+        .unwrap();
+    DeviceWindow::new(array, halo_window).unwrap()
+}

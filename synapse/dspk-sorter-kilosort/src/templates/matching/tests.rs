@@ -8,7 +8,7 @@ use dspk_ops::{DeviceArray, DeviceWindow};
 use super::reference::{self, Problem};
 use super::{MatchSettings, Matcher};
 use crate::Error;
-use crate::runner::test_windows::cut_window;
+use crate::runner::test_windows::{cut_window, zero_window};
 use crate::spikes::MatchedSpikes;
 
 const CHANNELS: usize = 13;
@@ -459,25 +459,13 @@ fn match_rejects_bad_inputs() {
         ));
 
         let mut matcher = new(&u, TEMPLATES, NT, &good).unwrap();
-        let data = vec![0.0f32; (CHANNELS + 1) * 100];
-        let array = DeviceArray::from_host(client, &data, CHANNELS + 1, 100).unwrap();
-        let halo_window = ChunkSchedule::new(100, 100, 0, 0)
-            .unwrap()
-            .window(0)
-            .unwrap();
-        let window = DeviceWindow::new(array, halo_window).unwrap();
+        let window = zero_window(client, CHANNELS + 1, 100);
         let mut spikes = matcher.new_spikes();
         assert!(matches!(
             matcher.match_window(client, &window, &mut spikes),
             Err(Error::Input { .. })
         ));
-        let data = vec![0.0f32; CHANNELS * 100];
-        let array = DeviceArray::from_host(client, &data, CHANNELS, 100).unwrap();
-        let halo_window = ChunkSchedule::new(100, 100, 0, 0)
-            .unwrap()
-            .window(0)
-            .unwrap();
-        let window = DeviceWindow::new(array, halo_window).unwrap();
+        let window = zero_window(client, CHANNELS, 100);
         let mut other = MatchedSpikes::new(NC, PCS + 1);
         other.sample.push(0);
         assert!(matches!(
