@@ -183,16 +183,16 @@ fn check_whole_samples(
     let size = format.size() as u64;
     // num_channels <= MAX_PLAIN_CHANNELS, so the product cannot overflow.
     let frame = num_channels as u64 * size;
-    if file_len % frame == 0 {
+    if file_len.is_multiple_of(frame) {
         return Ok(());
     }
-    let fits: Vec<String> = if file_len % size == 0 {
+    let fits: Vec<String> = if file_len.is_multiple_of(size) {
         let values = file_len / size;
         // Within a factor of two of the count given: a typo or a missing sync channel, not a
         // different probe.
         let n = num_channels as u64;
         let mut near: Vec<u64> = (n.div_ceil(2)..=(2 * n).min(MAX_PLAIN_CHANNELS as u64))
-            .filter(|c| values % c == 0)
+            .filter(|&c| values.is_multiple_of(c))
             .collect();
         near.sort_by_key(|&c| c.abs_diff(num_channels as u64));
         near.truncate(3);
@@ -201,7 +201,7 @@ fn check_whole_samples(
     } else {
         Vec::new()
     };
-    let hint = if file_len % size != 0 {
+    let hint = if !file_len.is_multiple_of(size) {
         format!(
             "the file is not even a whole number of {format} values ({size} bytes each): check \
              the dtype"
