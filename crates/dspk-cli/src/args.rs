@@ -6,21 +6,25 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use dspk::ComputeTarget;
+use dspk::io::PlainBinary;
 use dspk::kilosort::KilosortSettings;
 use dspk_cli::flags::{Arg, Reader};
+use dspk_cli::recording::PlainArgs;
 use dspk_cli::settings::parse_set;
 
 /// What the command line asked for.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Command {
     /// Print a help text (`dspk --help`, `dspk help sort`, `dspk sort --help`).
     Help(Topic),
     /// Print the version.
     Version,
-    /// `dspk info REC`.
+    /// `dspk info REC [--n-chan-bin N --fs HZ [--dtype TYPE]]`.
     Info {
         /// The recording.
         recording: PathBuf,
+        /// How to read it as a plain binary file, when given.
+        plain: Option<PlainBinary>,
     },
     /// `dspk convert REC --to raw|zarr OUT`.
     Convert(ConvertArgs),
@@ -42,13 +46,15 @@ pub(crate) enum Topic {
 }
 
 /// The arguments of `dspk convert`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct ConvertArgs {
     /// The recording to convert.
     pub recording: PathBuf,
+    /// How to read it as a plain binary file, when given.
+    pub plain: Option<PlainBinary>,
     /// The format written.
     pub to: OutputFormat,
-    /// The file (raw) or folder (zarr) written.
+    /// The file (raw, sidecar) or folder (zarr) written.
     pub out: PathBuf,
     /// Replace an existing `out`.
     pub overwrite: bool,
@@ -61,13 +67,20 @@ pub(crate) enum OutputFormat {
     Raw,
     /// A Zarr v3 store in SpikeInterface's layout.
     Zarr,
+    /// Only the dspk JSON sidecar of a plain binary file, beside it (`REC.json`).
+    Sidecar,
 }
 
 /// The arguments of `dspk sort`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct SortArgs {
     /// The recording to sort.
     pub recording: PathBuf,
+    /// How to read it as a plain binary file (`--n-chan-bin`, `--fs`, `--dtype`), when given.
+    pub plain: Option<PlainBinary>,
+    /// `--device N`: the device of the runtime to sort on (else `DSPK_DEVICE`, else the
+    /// runtime's default).
+    pub device: Option<usize>,
     /// A probe file, when the recording's own probe is not to be used (or it has none).
     pub probe: Option<PathBuf>,
     /// The Phy folder written (default: beside the recording, see [`default_out_dir`]).
@@ -136,22 +149,29 @@ fn topic(name: &str) -> Option<Topic> {
 
 fn parse_info(args: Vec<OsString>) -> Result<Command, String> {
     let mut reader = Reader::new("info", args);
+    let mut plain = PlainArgs::default();
     while let Some(arg) = reader.next()? {
         match arg {
             Arg::Help => return Ok(Command::Help(Topic::Info)),
-            Arg::Flag(flag) => return Err(reader.unknown(&flag)),
+            Arg::Flag(flag) => {
+                if !plain.read(&mut reader, &flag)? {
+                    return Err(reader.unknown(&flag));
+                }
+            }
             Arg::Positional => {}
         }
     }
     let mut paths = reader.positional(&["REC"])?;
     Ok(Command::Info {
         recording: paths.remove(0),
+        plain: plain.finish("info")?,
     })
 }
 
 fn parse_convert(args: Vec<OsString>) -> Result<Command, String> {
     let mut reader = Reader::new("convert", args);
     let (mut to, mut overwrite) = (None, false);
+    let mut plain = PlainArgs::default();
     while let Some(arg) = reader.next()? {
         match arg {
             Arg::Help => return Ok(Command::Help(Topic::Convert)),
@@ -159,26 +179,47 @@ fn parse_convert(args: Vec<OsString>) -> Result<Command, String> {
                 let format = match reader.text("--to")?.as_str() {
                     "raw" => OutputFormat::Raw,
                     "zarr" => OutputFormat::Zarr,
+                    "sidecar" => OutputFormat::Sidecar,
                     other => {
                         return Err(format!(
-                            "convert --to {other}: the formats written are raw and zarr"
+                            "convert --to {other}: the formats written are raw, zarr and sidecar"
                         ));
                     }
                 };
                 reader.once(&mut to, format, "--to")?;
             }
             Arg::Flag(flag) if flag == "--overwrite" => overwrite = true,
-            Arg::Flag(flag) => return Err(reader.unknown(&flag)),
+            Arg::Flag(flag) => {
+                if !plain.read(&mut reader, &flag)? {
+                    return Err(reader.unknown(&flag));
+                }
+            }
             Arg::Positional => {}
         }
     }
-    let [recording, out]: [PathBuf; 2] = reader
-        .positional(&["REC", "OUT"])?
-        .try_into()
-        .map_err(|_| "convert needs REC and OUT".to_string())?;
-    let to = to.ok_or("convert needs --to raw or --to zarr")?;
+    let plain = plain.finish("convert")?;
+    let (recording, out) = if to == Some(OutputFormat::Sidecar) {
+        if plain.is_none() {
+            return Err(
+                "convert --to sidecar describes a plain binary file: give --n-chan-bin \
+                        and --fs (and --dtype unless it is int16)"
+                    .to_string(),
+            );
+        }
+        let recording = reader.positional(&["REC"])?.remove(0);
+        let out = dspk::io::sidecar_path(&recording);
+        (recording, out)
+    } else {
+        let [recording, out]: [PathBuf; 2] = reader
+            .positional(&["REC", "OUT"])?
+            .try_into()
+            .map_err(|_| "convert needs REC and OUT".to_string())?;
+        (recording, out)
+    };
+    let to = to.ok_or("convert needs --to raw, --to zarr or --to sidecar")?;
     Ok(Command::Convert(ConvertArgs {
         recording,
+        plain,
         to,
         out,
         overwrite,
@@ -188,7 +229,8 @@ fn parse_convert(args: Vec<OsString>) -> Result<Command, String> {
 fn parse_sort(args: Vec<OsString>) -> Result<Command, String> {
     let mut reader = Reader::new("sort", args);
     let (mut probe, mut out, mut sets, mut overwrite) = (None, None, Vec::new(), false);
-    let mut preset = None;
+    let (mut preset, mut device) = (None, None);
+    let mut plain = PlainArgs::default();
     while let Some(arg) = reader.next()? {
         match arg {
             Arg::Help => return Ok(Command::Help(Topic::Sort)),
@@ -201,13 +243,28 @@ fn parse_sort(args: Vec<OsString>) -> Result<Command, String> {
                     let path = reader.path("--out")?;
                     reader.once(&mut out, path, "--out")?;
                 }
-                "--set" => sets.push(parse_set(&reader.text("--set")?)?),
+                "--set" => {
+                    let (key, value) = parse_set(&reader.text("--set")?)?;
+                    // Kilosort's names for how to read the file go to the recording.
+                    if !plain.setting("sort", &key, &value)? {
+                        sets.push((key, value));
+                    }
+                }
                 "--preset" => {
                     let name = reader.text("--preset")?;
                     reader.once(&mut preset, name, "--preset")?;
                 }
+                "--device" => {
+                    let index = reader.whole("--device", 0..=u64::from(u16::MAX))?;
+                    // At most u16::MAX, so it fits a usize.
+                    reader.once(&mut device, index as usize, "--device")?;
+                }
                 "--overwrite" => overwrite = true,
-                _ => return Err(reader.unknown(&flag)),
+                _ => {
+                    if !plain.read(&mut reader, &flag)? {
+                        return Err(reader.unknown(&flag));
+                    }
+                }
             },
             Arg::Positional => {}
         }
@@ -215,6 +272,8 @@ fn parse_sort(args: Vec<OsString>) -> Result<Command, String> {
     let mut paths = reader.positional(&["REC"])?;
     Ok(Command::Sort(SortArgs {
         recording: paths.remove(0),
+        plain: plain.finish("sort")?,
+        device,
         probe,
         out,
         preset,
@@ -226,8 +285,10 @@ fn parse_sort(args: Vec<OsString>) -> Result<Command, String> {
 /// The usage lines (printed after a usage error).
 pub(crate) const USAGE: &str = "\
 usage: dspk sort REC [--probe FILE] [--out DIR] [--preset NAME] [--set KEY=VALUE ...] [--overwrite]
-       dspk info REC
-       dspk convert REC --to raw|zarr OUT [--overwrite]
+                [--n-chan-bin N --fs HZ [--dtype TYPE]] [--device N]
+       dspk info REC [--n-chan-bin N --fs HZ [--dtype TYPE]]
+       dspk convert REC --to raw|zarr OUT [--overwrite] [--n-chan-bin N --fs HZ [--dtype TYPE]]
+       dspk convert REC --to sidecar --n-chan-bin N --fs HZ [--dtype TYPE] [--overwrite]
        dspk help [COMMAND]   (or dspk COMMAND --help)";
 
 /// What REC may be, for the help texts.
@@ -241,9 +302,18 @@ from the path and metadata files (`dspk info REC` shows what dspk sees):
   NWB               an .nwb file (HDF5) or an NWB-Zarr store (ElectricalSeries)   [formats]
   SpikeInterface    a binary folder (binary.json) or a Zarr store (.zarr)         [zarr: formats]
   raw binary        a data file with a dspk sidecar FILE.json beside it (what
-                    `dspk convert --to raw` writes), or the sidecar itself
+                    `dspk convert --to raw` and `--to sidecar` write), or the sidecar itself
   Phy folder        the raw recording its params.py names
-[formats]: only in a dspk built with `--features formats`.";
+  plain binary      any headerless file of interleaved little-endian samples (Kilosort's
+                    .bin), read as --n-chan-bin N --fs HZ [--dtype TYPE] describe it (then
+                    nothing else about the file is read)
+[formats]: only in a dspk built with `--features formats`.
+
+  --n-chan-bin N  values per sample in the file (Kilosort's n_chan_bin: 385 for a SpikeGLX
+                  Neuropixels 1.0 .ap.bin, 384 sites and the sync channel); the file's length
+                  must be a whole number of samples.
+  --fs HZ         the sample rate (Kilosort's fs: 30000, 30000.12).
+  --dtype TYPE    int16 (the default), uint16, int32 or float32 (Kilosort's data_dtype).";
 
 /// The runtime paragraph, naming the runtimes compiled into this binary.
 fn runtimes() -> String {
@@ -251,7 +321,9 @@ fn runtimes() -> String {
     format!(
         "The device: DSPK_RUNTIME=wgpu|cuda|hip|cpu picks the runtime, among those this binary was
 built with ({}; cargo features wgpu, cuda, hip, cpu). Unset, the best available: a GPU
-(CUDA, HIP, then wgpu on Vulkan/Metal/DX12), then the CPU runtime, then software Vulkan.",
+(CUDA, HIP, then wgpu on Vulkan/Metal/DX12), then the CPU runtime, then software Vulkan.
+DSPK_DEVICE=N picks the runtime's Nth device (from 0; one GPU per process on a machine with
+several); unset, its default device.",
         if compiled.is_empty() {
             "none".to_string()
         } else {
@@ -283,7 +355,7 @@ Exit status: 0 success, 1 failure (the error and its causes on stderr), 2 usage 
             runtimes = runtimes(),
         ),
         Topic::Info => format!(
-            "dspk info REC
+            "dspk info REC [--n-chan-bin N --fs HZ [--dtype TYPE]]
 
 Prints what the recording holds without reading its samples: its format, channels x samples
 at the sample rate (and the duration), the stored sample type, when it starts, each channel's
@@ -293,7 +365,8 @@ name and scaling (the first {listed}), metadata entries, and its probe where the
             listed = dspk_cli::describe::LISTED,
         ),
         Topic::Convert => format!(
-            "dspk convert REC --to raw|zarr OUT [--overwrite]
+            "dspk convert REC --to raw|zarr OUT [--overwrite] [--n-chan-bin N --fs HZ [--dtype TYPE]]
+dspk convert REC --to sidecar --n-chan-bin N --fs HZ [--dtype TYPE] [--overwrite]
 
 Writes the recording's stored values, untouched, in another format, with its channels, gains,
 offsets, units and sample rate:
@@ -303,12 +376,16 @@ offsets, units and sample rate:
   --to zarr   OUT is a new folder: a Zarr v3 store in SpikeInterface's layout (zstd chunks of
               one second), which SpikeInterface's read_zarr opens. Needs a dspk built with
               `--features formats`.
+  --to sidecar  no OUT: writes only the dspk sidecar REC.json beside a plain binary file
+              (described with --n-chan-bin, --fs, --dtype), leaving the file as it is, so
+              that later runs (dspk sort REC, dspk info REC) need no flags to read it.
   --overwrite replace OUT if it exists (refused otherwise).
 
 {RECORDINGS}"
         ),
         Topic::Sort => format!(
             "dspk sort REC [--probe FILE] [--out DIR] [--preset NAME] [--set KEY=VALUE ...] [--overwrite]
+          [--n-chan-bin N --fs HZ [--dtype TYPE]] [--device N]
 
 Sorts the recording with Kilosort4's algorithm on the device (preprocessing, drift correction,
 detection, clustering, template matching, merges) and writes a Phy folder. Progress is shown per
@@ -317,7 +394,15 @@ stage on a terminal; at the end each stage's time and memory is printed.
   --probe FILE   the probe: probeinterface JSON (.json), Kilosort's probe JSON (.json) or
                  chanMap.mat (.mat), or a .prb file. Default: the recording's own probe
                  (SpikeGLX and mtscomp .meta, NWB electrodes, a SpikeInterface binary
-                 folder's probegroup.json); formats without one need --probe.
+                 folder's probegroup.json); formats without one need --probe. Only the
+                 probe's channels are sorted: with a 384-site probe, the sync channel of a
+                 385-channel SpikeGLX file is left out, as Kilosort leaves it out.
+  --n-chan-bin N --fs HZ [--dtype TYPE]
+                 read REC as a plain binary file, as Kilosort does (below); also as
+                 --set n_chan_bin=N, --set fs=HZ, --set data_dtype=TYPE. Give --probe too.
+  --device N     the runtime's Nth device (from 0), for one GPU per process; overrides
+                 DSPK_DEVICE. An index past the devices present is refused, naming how many
+                 there are.
   --out DIR      the Phy folder (default: REC's name + _dspk_sort, beside REC).
   --preset NAME  the settings to start from: kilosort4 (the default) or emusort (EMUsort 1.1.0's
                  for intramuscular EMG: 250-5000 Hz band-pass and 60 Hz notch, no common
@@ -400,6 +485,8 @@ mod tests {
             parsed,
             Command::Sort(SortArgs {
                 recording: "rec.bin".into(),
+                plain: None,
+                device: None,
                 probe: Some("p.json".into()),
                 out: Some("o".into()),
                 preset: Some("emusort".into()),
@@ -429,11 +516,46 @@ mod tests {
             ("sort a --out x --out y", "--out given twice"),
             ("sort a --preset x --preset y", "--preset given twice"),
             ("info", "info needs REC"),
-            ("convert a b", "convert needs --to raw or --to zarr"),
+            (
+                "convert a b",
+                "convert needs --to raw, --to zarr or --to sidecar",
+            ),
+            ("convert a --to sidecar", "give --n-chan-bin and --fs"),
+            (
+                "convert a b --to sidecar --n-chan-bin 4 --fs 1",
+                "unexpected argument `b`",
+            ),
+            (
+                "sort a --n-chan-bin 4",
+                "needs both --n-chan-bin and --fs (missing --fs)",
+            ),
+            ("info a --fs 30000 --dtype int16", "(missing --n-chan-bin)"),
+            (
+                "sort a --n-chan-bin 0 --fs 1",
+                "--n-chan-bin needs a whole number from 1",
+            ),
+            (
+                "sort a --n-chan-bin 4 --fs fast",
+                "--fs needs a sample rate in Hz",
+            ),
+            (
+                "sort a --n-chan-bin 4 --fs 1 --dtype float64",
+                "int16, uint16, int32",
+            ),
+            (
+                "sort a --n-chan-bin 4 --fs 1 --dtype >i2",
+                "(little-endian)",
+            ),
+            (
+                "sort a --n-chan-bin 4 --set n_chan_bin=5",
+                "--n-chan-bin given twice (from --set n_chan_bin=5)",
+            ),
+            ("sort a --device -1", "--device needs a whole number from 0"),
+            ("sort a --device 1 --device 2", "--device given twice"),
             ("convert a --to raw", "missing OUT"),
             (
                 "convert a b --to bin",
-                "the formats written are raw and zarr",
+                "the formats written are raw, zarr and sidecar",
             ),
             ("help frob", "no help on `frob`"),
         ] {
@@ -448,6 +570,7 @@ mod tests {
             parse(args("convert in --to zarr out.zarr")).unwrap(),
             Command::Convert(ConvertArgs {
                 recording: "in".into(),
+                plain: None,
                 to: OutputFormat::Zarr,
                 out: "out.zarr".into(),
                 overwrite: false,
@@ -456,8 +579,50 @@ mod tests {
         assert_eq!(
             parse(args("info -")).unwrap(),
             Command::Info {
-                recording: "-".into()
+                recording: "-".into(),
+                plain: None,
             }
+        );
+    }
+
+    // `--set n_chan_bin=16` used to be an unknown setting: Kilosort's names for how to read
+    // the file describe the recording, as the flags do.
+    #[test]
+    fn plain_binary_flags_and_kilosort_names_describe_the_file() {
+        let rate = |hz| dspk::SampleRate::from_hz(hz).unwrap();
+        for line in [
+            "sort data.bin --n-chan-bin 385 --fs 30000 --dtype int16 --probe chanMap.mat \
+             --device 1",
+            "sort data.bin --set n_chan_bin=385 --set fs=30000.0 --set data_dtype=<i2 \
+             --probe chanMap.mat --device 1",
+        ] {
+            let Command::Sort(sort) = parse(args(line)).unwrap() else {
+                panic!("{line}: not a sort");
+            };
+            assert_eq!(
+                sort.plain,
+                Some(PlainBinary::new(385, rate(30_000))),
+                "{line}"
+            );
+            assert_eq!(sort.device, Some(1), "{line}");
+            assert!(sort.sets.is_empty(), "{line}");
+        }
+        let Command::Sort(sort) =
+            parse(args("sort d.bin --n-chan-bin 8 --fs 20000 --dtype float32")).unwrap()
+        else {
+            panic!("not a sort");
+        };
+        let plain = sort.plain.unwrap();
+        assert_eq!(plain.format, dspk::SampleFormat::F32);
+        assert_eq!(
+            parse(args("convert d.bin --to sidecar --n-chan-bin 8 --fs 20000")).unwrap(),
+            Command::Convert(ConvertArgs {
+                recording: "d.bin".into(),
+                plain: Some(PlainBinary::new(8, rate(20_000))),
+                to: OutputFormat::Sidecar,
+                out: "d.bin.json".into(),
+                overwrite: false,
+            })
         );
     }
 

@@ -2,13 +2,13 @@
 //! or as a Zarr store.
 
 use std::error::Error;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use dspk::io::{RawWriteOptions, sidecar_path, write_raw};
+use dspk::io::{RawRecording, RawWriteOptions, sidecar_path, write_raw};
 
 use crate::args::{ConvertArgs, OutputFormat};
-use dspk_cli::recording::{data_file, open};
+use dspk_cli::recording::open_with;
 
 /// Converts `args.recording` into `args.out`; prints what was written.
 ///
@@ -17,8 +17,11 @@ use dspk_cli::recording::{data_file, open};
 /// `OUT` exists without `--overwrite`, or is the recording itself; the recording cannot be
 /// opened or read; the output cannot be written; `--to zarr` in a build without `formats`.
 pub(crate) fn convert(args: &ConvertArgs) -> Result<(), Box<dyn Error>> {
-    let opened = open(&args.recording)?;
-    refuse_to_replace(args, &opened.format)?;
+    if args.to == OutputFormat::Sidecar {
+        return write_sidecar(args);
+    }
+    let opened = open_with(&args.recording, args.plain.as_ref())?;
+    refuse_to_replace(args, opened.data_file(&args.recording))?;
     let info = opened.source.info();
     let started = Instant::now();
     let written = match args.to {
@@ -36,6 +39,8 @@ pub(crate) fn convert(args: &ConvertArgs) -> Result<(), Box<dyn Error>> {
             )
         }
         OutputFormat::Zarr => write_zarr(opened.source.as_ref(), &args.out)?,
+        // Handled above, before the recording is opened through the registry.
+        OutputFormat::Sidecar => return write_sidecar(args),
     };
     println!(
         "converted {} ({}, {} channels x {} samples) in {:.2} s",
@@ -52,14 +57,14 @@ pub(crate) fn convert(args: &ConvertArgs) -> Result<(), Box<dyn Error>> {
 /// Refuses an output that exists unless `--overwrite` is given, and an output that is the
 /// recording, holds it, or is the file its samples are read from, whatever the flags say: it
 /// would be truncated or removed before it is read.
-fn refuse_to_replace(args: &ConvertArgs, format: &str) -> Result<(), Box<dyn Error>> {
+fn refuse_to_replace(args: &ConvertArgs, data: Option<PathBuf>) -> Result<(), Box<dyn Error>> {
     let outputs = match args.to {
         OutputFormat::Raw => vec![args.out.clone(), sidecar_path(&args.out)],
-        OutputFormat::Zarr => vec![args.out.clone()],
+        OutputFormat::Zarr | OutputFormat::Sidecar => vec![args.out.clone()],
     };
     let canonical = |p: &Path| p.canonicalize().ok();
     let source = canonical(&args.recording);
-    let data = data_file(&args.recording, format).and_then(|d| canonical(&d));
+    let data = data.and_then(|d| canonical(&d));
     for out in outputs.iter().filter(|p| p.exists()) {
         let out_canonical = canonical(out);
         let clash = out_canonical.as_ref().is_some_and(|o| {
@@ -80,6 +85,33 @@ fn refuse_to_replace(args: &ConvertArgs, format: &str) -> Result<(), Box<dyn Err
             .into());
         }
     }
+    Ok(())
+}
+
+/// Writes the sidecar of a plain binary file beside it (`args.out`, `REC.json`), leaving the
+/// file as it is; prints what was written.
+fn write_sidecar(args: &ConvertArgs) -> Result<(), Box<dyn Error>> {
+    let plain = args
+        .plain
+        .as_ref()
+        .ok_or("convert --to sidecar needs --n-chan-bin and --fs")?;
+    refuse_to_replace(args, Some(args.recording.clone()))?;
+    let raw = RawRecording::open_plain(&args.recording, plain)?;
+    let sidecar = raw.write_sidecar()?;
+    let info = dspk::RecordingSource::info(&raw);
+    println!(
+        "described {} (plain binary, {} channels x {} samples of {} at {} Hz)",
+        args.recording.display(),
+        info.num_channels(),
+        info.num_samples,
+        info.stored_format,
+        info.sample_rate.as_hz()
+    );
+    println!(
+        "wrote     {} (later runs open {} without flags)",
+        sidecar.display(),
+        args.recording.display()
+    );
     Ok(())
 }
 

@@ -57,6 +57,12 @@ impl Reader {
         }
     }
 
+    /// The command's name, as messages give it.
+    #[must_use]
+    pub fn command(&self) -> &'static str {
+        self.command
+    }
+
     /// The next argument, `None` at the end.
     ///
     /// # Errors

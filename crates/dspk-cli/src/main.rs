@@ -4,6 +4,7 @@
 //! ```text
 //! dspk sort recording.ap.bin                       # Phy folder recording.ap_dspk_sort/ beside it
 //! dspk sort session/ --probe probe.json --set Th_learned=7 --out sorted/
+//! dspk sort data.bin --n-chan-bin 385 --fs 30000 --probe chanMap.mat --device 1
 //! dspk info recording.ap.bin
 //! dspk convert recording.nwb --to raw recording.dat
 //! dspk --help
@@ -11,8 +12,8 @@
 //!
 //! Exit status: 0 success, 1 a failure while running (the error and its causes on stderr), 2 a
 //! usage error (the problem and the usage on stderr). `DSPK_RUNTIME=wgpu|cuda|hip|cpu` picks
-//! the runtime among those compiled in (cargo features `wgpu` (default), `cuda`, `hip`, `cpu`);
-//! the feature `formats` adds Zarr stores and NWB files.
+//! the runtime among those compiled in (cargo features `wgpu` (default), `cuda`, `hip`, `cpu`),
+//! `DSPK_DEVICE=N` its device; the feature `formats` adds Zarr stores and NWB files.
 
 // `main` turns the Vulkan layer's noise off first, which sets an environment variable (unsafe
 // in Rust 2024) before any other thread exists.
@@ -65,8 +66,8 @@ fn run() -> Result<(), Failure> {
     match command {
         Command::Help(topic) => println!("{}", args::help(topic)),
         Command::Version => println!("dspk {}", env!("CARGO_PKG_VERSION")),
-        Command::Info { recording } => {
-            let opened = recording::open(&recording)?;
+        Command::Info { recording, plain } => {
+            let opened = recording::open_with(&recording, plain.as_ref())?;
             let probe = recording::recording_probe(&recording, &opened.format)?;
             print!(
                 "{}{}",

@@ -1,11 +1,12 @@
-//! Opening a recording of any format dspk reads, its probe (its own or from a probe file), and
-//! the raw file a Phy folder can point at.
+//! Opening a recording of any format dspk reads, or a plain binary file described on the
+//! command line as Kilosort's `n_chan_bin`, `fs` and `data_dtype` describe it ([`PlainArgs`]),
+//! its probe (its own or from a probe file), and the raw file a Phy folder can point at.
 
 use std::error::Error;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use dspk::io::{ByteOrder, NpyArray, RawRecording, SampleOrder};
+use dspk::io::{ByteOrder, NpyArray, PlainBinary, RawRecording, SampleOrder};
 use dspk::kilosort::SortProbe;
 use dspk::synapse::phy::PhyParams;
 use dspk::synapse::probe::{read_kilosort_json, read_kilosort_mat, read_prb, read_probeinterface};
@@ -13,12 +14,45 @@ use dspk::synapse::spikeglx::SpikeGlxRecording;
 use dspk::synapse::{Contact, Probe};
 use dspk::{RecordingInfo, RecordingSource};
 
-/// A recording opened through the registry of every format compiled in.
+use crate::flags::Reader;
+
+/// The format name of a plain binary file opened with a [`PlainBinary`] description.
+pub const PLAIN_FORMAT: &str = "plain-binary";
+
+/// A recording opened through the registry of every format compiled in, or as a plain binary
+/// file.
 pub struct Opened {
-    /// The format's name (`spikeglx`, `dspk-raw`, ...).
+    /// The format's name (`spikeglx`, `dspk-raw`, [`PLAIN_FORMAT`], ...).
     pub format: String,
     /// The recording.
     pub source: Arc<dyn RecordingSource>,
+    /// The description a plain binary file was opened with; `None` when a format recognised
+    /// the path.
+    pub plain: Option<PlainBinary>,
+}
+
+impl Opened {
+    /// The raw file Phy can show traces from ([`phy_dat_file`]; a plain binary file is one
+    /// itself, with all its columns).
+    #[must_use]
+    pub fn phy_dat(&self, path: &Path) -> Option<PhyDat> {
+        match &self.plain {
+            Some(plain) => Some(PhyDat {
+                path: absolute(path),
+                columns: plain.num_channels,
+            }),
+            None => phy_dat_file(path, &self.format),
+        }
+    }
+
+    /// The file the samples are read from, where it is one file ([`data_file`]).
+    #[must_use]
+    pub fn data_file(&self, path: &Path) -> Option<PathBuf> {
+        match self.plain {
+            Some(_) => Some(path.to_path_buf()),
+            None => data_file(path, &self.format),
+        }
+    }
 }
 
 /// Opens `path` with the format that recognises it.
@@ -26,7 +60,8 @@ pub struct Opened {
 /// # Errors
 ///
 /// The registry's: the path does not exist or cannot be read (naming it), no format
-/// recognises it (listing the formats), or the reader's own error.
+/// recognises it (listing the formats), or the reader's own error (a malformed sidecar's JSON
+/// error with its line and column).
 pub fn open(path: &Path) -> Result<Opened, dspk::io::Error> {
     let registry = dspk::synapse::registry();
     let format = registry
@@ -37,7 +72,177 @@ pub fn open(path: &Path) -> Result<Opened, dspk::io::Error> {
     Ok(Opened {
         format,
         source: Arc::from(source),
+        plain: None,
     })
+}
+
+/// Opens `path` as the plain binary file `plain` describes, whatever else describes it (a
+/// sidecar or a `.meta` beside it is not read); with `None`, as [`open`].
+///
+/// # Errors
+///
+/// As [`open`] (a file no format recognises says how to read it as a plain binary file);
+/// with `plain`, as [`RawRecording::open_plain`] (a length that is not a whole number of
+/// samples, with the arithmetic).
+pub fn open_with(path: &Path, plain: Option<&PlainBinary>) -> Result<Opened, Box<dyn Error>> {
+    let Some(plain) = plain else {
+        return open(path).map_err(|error| match error {
+            dspk::io::Error::UnknownFormat { .. } if path.is_file() => format!(
+                "{error}; a plain binary file (Kilosort's .bin) is read with --n-chan-bin N \
+                 --fs HZ [--dtype TYPE]"
+            )
+            .into(),
+            error => error.into(),
+        });
+    };
+    dspk::io::check_readable(path)?;
+    let source = RawRecording::open_plain(path, plain)?;
+    Ok(Opened {
+        format: PLAIN_FORMAT.to_string(),
+        source: Arc::new(source),
+        plain: Some(plain.clone()),
+    })
+}
+
+/// A plain binary file's description from the command line, Kilosort's way: `--n-chan-bin N`
+/// (values per sample in the file), `--fs HZ` (the sample rate) and `--dtype TYPE` (`int16`
+/// by default; `uint16`, `int32`, `float32`, or a numpy string such as `<i2`), or the same as
+/// Kilosort's setting names (`--set n_chan_bin=385`, `fs`, `data_dtype`).
+///
+/// ```
+/// use dspk_cli::flags::Reader;
+/// use dspk_cli::recording::PlainArgs;
+///
+/// let args = ["data.bin", "--n-chan-bin", "385", "--fs", "30000"].map(std::ffi::OsString::from);
+/// let mut reader = Reader::new("sort", args);
+/// let mut plain = PlainArgs::default();
+/// reader.read_flags(|reader, flag| match plain.read(reader, flag)? {
+///     true => Ok(()),
+///     false => Err(reader.unknown(flag)),
+/// })?;
+/// let plain = plain.finish("sort")?.expect("described");
+/// assert_eq!((plain.num_channels, plain.sample_rate.as_hz()), (385, 30000.0));
+/// # Ok::<(), String>(())
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PlainArgs {
+    /// `--n-chan-bin`.
+    pub n_chan_bin: Option<usize>,
+    /// `--fs`.
+    pub fs: Option<dspk::SampleRate>,
+    /// `--dtype`.
+    pub dtype: Option<dspk::SampleFormat>,
+}
+
+impl PlainArgs {
+    /// Reads `flag`'s value when it is one of `--n-chan-bin`, `--fs`, `--dtype`; whether it
+    /// was.
+    ///
+    /// # Errors
+    ///
+    /// A usage message: no value, a value that is not a channel count from 1 to
+    /// [`MAX_PLAIN_CHANNELS`](dspk::io::MAX_PLAIN_CHANNELS), a rate or a recording sample
+    /// type, or the flag given twice.
+    pub fn read(&mut self, reader: &mut Reader, flag: &str) -> Result<bool, String> {
+        match flag {
+            "--n-chan-bin" | "--fs" | "--dtype" => {
+                let value = reader.text(flag)?;
+                self.set(reader.command(), flag, &value)?;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    /// Takes `--set KEY=VALUE` when KEY is Kilosort's name of one of these (`n_chan_bin`,
+    /// `fs`, `data_dtype`); whether it was.
+    ///
+    /// # Errors
+    ///
+    /// As [`read`](Self::read), naming the setting.
+    pub fn setting(&mut self, command: &str, key: &str, value: &str) -> Result<bool, String> {
+        let flag = match key {
+            "n_chan_bin" => "--n-chan-bin",
+            "fs" => "--fs",
+            "data_dtype" => "--dtype",
+            _ => return Ok(false),
+        };
+        self.set(command, flag, value)
+            .map_err(|e| format!("{e} (from --set {key}={value})"))?;
+        Ok(true)
+    }
+
+    /// Sets what `flag` names from its text.
+    fn set(&mut self, command: &str, flag: &str, value: &str) -> Result<(), String> {
+        let twice = || format!("{command}: {flag} given twice");
+        match flag {
+            "--n-chan-bin" => {
+                let most = dspk::io::MAX_PLAIN_CHANNELS;
+                let n = value
+                    .trim()
+                    .parse()
+                    .ok()
+                    .filter(|n| (1..=most).contains(n))
+                    .ok_or_else(|| {
+                        format!(
+                            "{command} {flag} needs a whole number from 1 to {most} (values per \
+                             sample in the file), got `{value}`"
+                        )
+                    })?;
+                if self.n_chan_bin.replace(n).is_some() {
+                    return Err(twice());
+                }
+            }
+            "--fs" => {
+                let rate = value
+                    .parse()
+                    .map_err(|e| format!("{command} {flag} needs a sample rate in Hz: {e}"))?;
+                if self.fs.replace(rate).is_some() {
+                    return Err(twice());
+                }
+            }
+            _ => {
+                let format = value
+                    .trim()
+                    .parse::<dspk::io::Dtype>()
+                    .ok()
+                    .filter(|d| d.order == ByteOrder::Little)
+                    .and_then(|d| d.sample_format())
+                    .ok_or_else(|| {
+                        format!(
+                            "{command} {flag} `{value}`: the sample types read are int16, \
+                             uint16, int32 and float32 (little-endian)"
+                        )
+                    })?;
+                if self.dtype.replace(format).is_some() {
+                    return Err(twice());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The description: `None` when no flag was given.
+    ///
+    /// # Errors
+    ///
+    /// A usage message when some were given but not both `--n-chan-bin` and `--fs`.
+    pub fn finish(self, command: &str) -> Result<Option<PlainBinary>, String> {
+        match (self.n_chan_bin, self.fs) {
+            (None, None) if self.dtype.is_none() => Ok(None),
+            (Some(n), Some(rate)) => {
+                let mut plain = PlainBinary::new(n, rate);
+                if let Some(format) = self.dtype {
+                    plain.format = format;
+                }
+                Ok(Some(plain))
+            }
+            (n, _) => Err(format!(
+                "{command}: a plain binary file needs both --n-chan-bin and --fs (missing {})",
+                if n.is_none() { "--n-chan-bin" } else { "--fs" }
+            )),
+        }
+    }
 }
 
 /// Refuses the recording at `path` when it has no samples: there is nothing to read, sort or
@@ -270,10 +475,28 @@ pub fn sort_channels(
     let (probe, from) = found;
     let channels = SortProbe::from_probe(&probe, num_channels, &[])
         .map_err(|e| format!("the probe from {from} and the recording: {e}"))?;
+    let left_out = left_out_note(channels.channels(), num_channels);
     Ok((
         channels,
-        format!("{} contacts, from {from}", probe.num_contacts()),
+        format!("{} contacts, from {from}{left_out}", probe.num_contacts()),
     ))
+}
+
+/// What the probe leaves out of a recording of `num_channels` channels, for the probe line:
+/// nothing, SpikeGLX's sync channel (column 384 of 385 beside a 384-site probe, which
+/// Kilosort leaves out the same way: only the probe's channels are sorted), or a count.
+fn left_out_note(sorted: &[usize], num_channels: usize) -> String {
+    let left_out = num_channels.saturating_sub(sorted.len());
+    if left_out == 0 {
+        String::new()
+    } else if num_channels == 385 && sorted.len() == 384 && !sorted.contains(&384) {
+        "; channel 384 of 385 (SpikeGLX's sync channel) is not on the probe and is not sorted"
+            .to_string()
+    } else {
+        format!(
+            "; {left_out} of the recording's {num_channels} channels are not on the probe and are not sorted"
+        )
+    }
 }
 
 /// The file a recording's samples are read from, where it is one file: a SpikeGLX `.bin`, a

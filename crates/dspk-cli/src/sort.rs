@@ -10,7 +10,7 @@ use dspk::synapse::phy::PhyParams;
 
 use crate::args::{SortArgs, default_out_dir};
 use dspk_cli::describe::describe;
-use dspk_cli::recording::{open, phy_dat_file, require_samples, sort_channels};
+use dspk_cli::recording::{open_with, require_samples, sort_channels};
 use dspk_cli::sorter::sort_with_bars;
 
 /// Sorts `args.recording` with `settings` and writes the Phy folder; prints the recording, the
@@ -18,11 +18,12 @@ use dspk_cli::sorter::sort_with_bars;
 ///
 /// # Errors
 ///
-/// The recording cannot be opened or holds no samples; no probe (or one that disagrees with
+/// The recording cannot be opened (or, as a plain binary file, its length is not a whole
+/// number of samples) or holds no samples; no probe (or one that disagrees with
 /// the recording); the Phy folder exists without `--overwrite`; no device; what the sort or
-/// the Phy writer reports.
+/// the Phy writer reports; a device index past the runtime's devices.
 pub(crate) fn sort(args: &SortArgs, settings: KilosortSettings) -> Result<(), Box<dyn Error>> {
-    let opened = open(&args.recording)?;
+    let opened = open_with(&args.recording, args.plain.as_ref())?;
     let info = opened.source.info().clone();
     require_samples(&args.recording, &info)?;
     let (channels, probe_from) = sort_channels(
@@ -40,7 +41,7 @@ pub(crate) fn sort(args: &SortArgs, settings: KilosortSettings) -> Result<(), Bo
     // Made now, so that a folder that cannot be written fails before the sort, not after.
     std::fs::create_dir_all(&out)
         .map_err(|e| format!("{}: cannot create the Phy folder: {e}", out.display()))?;
-    let dat = phy_dat_file(&args.recording, &opened.format);
+    let dat = opened.phy_dat(&args.recording);
 
     print!(
         "{}",
@@ -48,9 +49,14 @@ pub(crate) fn sort(args: &SortArgs, settings: KilosortSettings) -> Result<(), Bo
     );
     println!("probe:     {probe_from}");
     let target = ComputeTarget::from_env()?;
-    let client = target.client()?;
+    let device = match args.device {
+        Some(index) => Some(index),
+        None => ComputeTarget::device_index_from_env()?,
+    };
+    let client = target.client_at(device)?;
+    let on = device.map_or_else(String::new, |index| format!(" device {index}"));
     println!(
-        "runtime:   {target} on {}",
+        "runtime:   {target}{on} on {}",
         client.properties().identity.name
     );
     println!(

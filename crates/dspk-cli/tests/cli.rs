@@ -93,7 +93,7 @@ fn usage_errors_exit_2_with_the_problem_and_the_usage() {
         (&["info", "a", "b"], "unexpected argument `b`"),
         (
             &["convert", "a", "b", "--to", "csv"],
-            "the formats written are raw and zarr",
+            "the formats written are raw, zarr and sidecar",
         ),
         (
             &["sort", "x.bin", "--set", "Th_learnd=7"],
@@ -414,4 +414,158 @@ fn sort_refuses_a_phy_folder_it_cannot_create_before_sorting() {
         stderr(&output)
     );
     assert!(!stdout(&output).contains("runtime:"), "{}", stdout(&output));
+}
+
+/// A plain int16 file of `columns` x `samples` (value = sample) and a Kilosort probe JSON of
+/// `sites` sites wired to columns 0.. in a scratch folder `name`: the file and the probe.
+fn plain_file(name: &str, columns: usize, samples: usize, sites: usize) -> (PathBuf, PathBuf) {
+    let dir = scratch(name);
+    let data = dir.join("data.bin");
+    let bytes: Vec<u8> = (0..samples)
+        .flat_map(|s| (0..columns).flat_map(move |_| (s as i16).to_le_bytes()))
+        .collect();
+    std::fs::write(&data, bytes).unwrap();
+    let list = |f: &dyn Fn(usize) -> String| (0..sites).map(f).collect::<Vec<_>>().join(", ");
+    let probe = dir.join("probe.json");
+    std::fs::write(
+        &probe,
+        format!(
+            "{{\"chanMap\": [{}], \"xc\": [{}], \"yc\": [{}], \"kcoords\": [{}], \"n_chan\": {sites}}}",
+            list(&|c| c.to_string()),
+            list(&|c| format!("{}.0", 32 * (c % 2))),
+            list(&|c| format!("{}.0", 20 * (c / 2))),
+            list(&|_| "0.0".to_string()),
+        ),
+    )
+    .unwrap();
+    (data, probe)
+}
+
+#[test]
+fn a_plain_binary_file_is_read_with_its_channel_count_and_rate() {
+    let (data, _) = plain_file("plain-info", 4, 30, 4);
+    let path = data.to_str().unwrap();
+    // Without a description: what no format recognises, and how to describe it.
+    let output = dspk(&["info", path]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("no format recognises this path")
+            && stderr(&output).contains("read with --n-chan-bin N --fs HZ"),
+        "{}",
+        stderr(&output)
+    );
+    let output = dspk(&["info", path, "--n-chan-bin", "4", "--fs", "30000"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stdout(&output);
+    for expected in [
+        "format:    plain-binary\n",
+        "recording: 4 channels x 30 samples at 30000 Hz",
+    ] {
+        assert!(text.contains(expected), "`{expected}` missing:\n{text}");
+    }
+    // The sidecar written for later runs: then no flags are needed.
+    let args = [
+        "convert",
+        path,
+        "--to",
+        "sidecar",
+        "--n-chan-bin",
+        "4",
+        "--fs",
+        "30000",
+    ];
+    let output = dspk(&args);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(Path::new(&format!("{path}.json")).is_file());
+    let output = dspk(&["info", path]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(
+        stdout(&output).contains("format:    dspk-raw\n"),
+        "{}",
+        stdout(&output)
+    );
+    let output = dspk(&args);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("already exists"),
+        "{}",
+        stderr(&output)
+    );
+    // A sidecar broken by hand says where.
+    std::fs::write(format!("{path}.json"), "{\"format\": \"dspk-raw\",, }").unwrap();
+    let output = dspk(&["info", path]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains(&format!(
+            "{path}.json: invalid JSON: key must be a string at line 1 column 23"
+        )),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn sort_reads_a_plain_file_leaves_the_sync_channel_out_and_checks_the_device_index() {
+    // 385 columns (384 sites and SpikeGLX's sync channel) and a 384-site probe.
+    let (data, probe) = plain_file("plain-sort", 385, 30, 384);
+    let (path, probe) = (data.to_str().unwrap(), probe.to_str().unwrap());
+    let out = data.with_file_name("sorted");
+    // A wrong channel count: refused with the arithmetic, before anything else.
+    let output = dspk(&[
+        "sort",
+        path,
+        "--set",
+        "n_chan_bin=384",
+        "--set",
+        "fs=30000",
+        "--probe",
+        probe,
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    let text = stderr(&output);
+    assert!(
+        text.contains("23100 bytes is not a whole number of samples of 384 channels of int16")
+            && text.contains("23100 = 30 x 768 + 60")
+            && text.contains("385"),
+        "{text}"
+    );
+    for runtime in test_runtimes() {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_dspk"));
+        command
+            .args([
+                "sort",
+                path,
+                "--n-chan-bin",
+                "385",
+                "--fs",
+                "30000",
+                "--probe",
+                probe,
+                "--out",
+                out.to_str().unwrap(),
+                "--device",
+                "7",
+            ])
+            .env("NODEVICE_SELECT", "1");
+        if let Some(runtime) = &runtime {
+            command.env("DSPK_RUNTIME", runtime);
+        }
+        let output = command.output().unwrap();
+        assert_eq!(output.status.code(), Some(1), "{runtime:?}");
+        let text = stdout(&output);
+        for expected in [
+            "format:    plain-binary\n",
+            "recording: 385 channels x 30 samples",
+            "probe:     384 contacts, from ",
+            "; channel 384 of 385 (SpikeGLX's sync channel) is not on the probe and is not sorted",
+        ] {
+            assert!(text.contains(expected), "`{expected}` missing:\n{text}");
+        }
+        let error = stderr(&output);
+        assert!(
+            error.contains("device 7 of the")
+                && error.contains("runtime was asked for, but it has"),
+            "{error}"
+        );
+    }
 }

@@ -8,13 +8,18 @@ use std::fmt;
 use std::str::FromStr;
 use std::sync::OnceLock;
 
-use cubecl::device::WgpuDeviceKind;
+use cubecl::device::{RuntimeId, WgpuDeviceKind};
 use cubecl::{Device, client::Client};
 
 use crate::{Error, KernelCache, Result};
 
 /// The environment variable that picks a runtime: `wgpu`, `cuda`, `hip` or `cpu`.
 pub const RUNTIME_ENV: &str = "DSPK_RUNTIME";
+
+/// The environment variable that picks the device of the chosen runtime by index (`0`, `1`,
+/// ...): one GPU per process on a machine with several (`DSPK_DEVICE=1 dspk sort ...`). Unset
+/// or empty: the runtime's default device (see [`ComputeTarget::device_at`]).
+pub const DEVICE_ENV: &str = "DSPK_DEVICE";
 
 /// A CubeCL runtime dspk can launch kernels on.
 ///
@@ -81,9 +86,9 @@ impl ComputeTarget {
                     .into_iter()
                     .filter_map(|target| match target {
                         Self::Wgpu if has_hardware_wgpu_adapter() => Some((0, target)),
-                        Self::Wgpu => target.device().ok().map(|_| (2, target)),
-                        Self::Cpu => target.device().ok().map(|_| (1, target)),
-                        _ => target.device().ok().map(|_| (0, target)),
+                        Self::Wgpu => target.device_at(None).ok().map(|_| (2, target)),
+                        Self::Cpu => target.device_at(None).ok().map(|_| (1, target)),
+                        _ => target.device_at(None).ok().map(|_| (0, target)),
                     })
                     .collect();
                 ranked.sort_by_key(|&(rank, _)| rank);
@@ -138,30 +143,92 @@ impl ComputeTarget {
         }
     }
 
-    /// The CubeCL device this target runs on: device 0 of CUDA or HIP; for wgpu the adapter
-    /// wgpu ranks best (a discrete GPU first, a software adapter such as lavapipe when there is
-    /// nothing else; `CUBECL_WGPU_DEFAULT_DEVICE` overrides); the CPU.
+    /// The CubeCL device this target runs on: the one `DSPK_DEVICE` names
+    /// ([`device_index_from_env`](Self::device_index_from_env)), else the default one (see
+    /// [`device_at`](Self::device_at)).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidDeviceIndex`] when `DSPK_DEVICE` is not a whole number; otherwise as
+    /// [`device_at`](Self::device_at).
+    pub fn device(self) -> Result<Device> {
+        self.device_at(Self::device_index_from_env()?)
+    }
+
+    /// The CubeCL device at `index` among this runtime's [`devices`](Self::devices), or with
+    /// `None` the default one: device 0 of CUDA or HIP; for wgpu the adapter wgpu ranks best
+    /// (a discrete GPU first, a software adapter such as lavapipe when there is nothing else;
+    /// `CUBECL_WGPU_DEFAULT_DEVICE` overrides); the CPU.
     ///
     /// The [`KernelCache`] setting is applied to CubeCL first (once per process): CubeCL reads
     /// its configuration when the first device opens.
     ///
     /// # Errors
     ///
-    /// [`Error::NotCompiled`], or [`Error::NoDevice`] with the runtime's reason.
-    pub fn device(self) -> Result<Device> {
+    /// [`Error::NotCompiled`]; [`Error::NoSuchDevice`], naming how many devices there are,
+    /// for an index past them; [`Error::NoDevice`] with the runtime's reason when it has none.
+    pub fn device_at(self, index: Option<usize>) -> Result<Device> {
         self.ensure_compiled()?;
         KernelCache::get();
-        let device = match self {
-            Self::Cuda => Device::cuda(0),
-            Self::Hip => Device::rocm(0),
-            Self::Wgpu => Device::wgpu(WgpuDeviceKind::DefaultDevice),
-            Self::Cpu => Device::cpu(),
-        };
-        device.map_err(|reason| Error::NoDevice {
+        let no_device = |reason: String| Error::NoDevice {
             target: self.name(),
-            reason: reason.to_string(),
+            reason,
             compiled: compiled_list(),
-        })
+        };
+        let Some(index) = index else {
+            let device = match self {
+                Self::Cuda => Device::cuda(0),
+                Self::Hip => Device::rocm(0),
+                Self::Wgpu => Device::wgpu(WgpuDeviceKind::DefaultDevice),
+                Self::Cpu => Device::cpu(),
+            };
+            return device.map_err(|reason| no_device(reason.to_string()));
+        };
+        let devices = self.devices();
+        match devices.get(index) {
+            Some(device) => Ok(device.clone()),
+            None if devices.is_empty() => Err(no_device("no device found".to_string())),
+            None => Err(Error::NoSuchDevice {
+                target: self.name(),
+                index,
+                count: devices.len(),
+            }),
+        }
+    }
+
+    /// The devices of this runtime on this machine, in the order [`device_at`](Self::device_at)
+    /// counts them: CUDA's and HIP's in the driver's order; wgpu's adapters (on the graphics
+    /// API wgpu settles on) with GPUs before software adapters such as lavapipe; the one CPU.
+    /// Empty when the runtime is not compiled in or finds nothing.
+    #[must_use]
+    pub fn devices(self) -> Vec<Device> {
+        if !self.is_compiled() {
+            return Vec::new();
+        }
+        KernelCache::get();
+        let runtime = match self {
+            Self::Cuda => RuntimeId::Cuda,
+            Self::Hip => RuntimeId::Hip,
+            Self::Wgpu => RuntimeId::Wgpu,
+            Self::Cpu => RuntimeId::Cpu,
+        };
+        let mut devices: Vec<Device> = Device::enumerate_all()
+            .into_iter()
+            .filter(|d| d.runtime() == runtime)
+            .collect();
+        // Stable: wgpu's own order within GPUs and within software adapters.
+        devices.sort_by_key(|d| matches!(d, Device::Wgpu(w) if w.kind == WgpuDeviceKind::Cpu));
+        devices
+    }
+
+    /// The device index `DSPK_DEVICE` gives: `None` when it is unset or empty.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidDeviceIndex`] when it is set to anything but a whole number.
+    pub fn device_index_from_env() -> Result<Option<usize>> {
+        let value = std::env::var_os(DEVICE_ENV).map(|v| v.to_string_lossy().into_owned());
+        parse_device_index(DEVICE_ENV, value.as_deref())
     }
 
     /// A CubeCL client on this target's [`device`](Self::device), created on first use and
@@ -172,6 +239,35 @@ impl ComputeTarget {
     /// As [`device`](Self::device).
     pub fn client(self) -> Result<Client> {
         Ok(self.device()?.client())
+    }
+
+    /// A CubeCL client on the device [`device_at`](Self::device_at) gives for `index`
+    /// (`--device N`), created on first use and shared by every later call in the process.
+    ///
+    /// # Errors
+    ///
+    /// As [`device_at`](Self::device_at).
+    pub fn client_at(self, index: Option<usize>) -> Result<Client> {
+        Ok(self.device_at(index)?.client())
+    }
+}
+
+/// A device index read from `source_name` (`DSPK_DEVICE`): `None` for no value or an empty
+/// one (surrounding space ignored), else a whole number from 0.
+///
+/// # Errors
+///
+/// [`Error::InvalidDeviceIndex`] naming `source_name` and the value.
+pub fn parse_device_index(source_name: &str, value: Option<&str>) -> Result<Option<usize>> {
+    match value.map(str::trim) {
+        None | Some("") => Ok(None),
+        Some(text) => text
+            .parse()
+            .map(Some)
+            .map_err(|_| Error::InvalidDeviceIndex {
+                source_name: source_name.to_string(),
+                value: text.to_string(),
+            }),
     }
 }
 
@@ -245,6 +341,52 @@ mod tests {
         assert!(message.contains("unknown runtime `opencl`"), "{message}");
         for target in ComputeTarget::compiled() {
             assert!(message.contains(target.name()), "{message}");
+        }
+    }
+
+    #[test]
+    fn device_indices_parse_or_name_the_value() {
+        assert_eq!(parse_device_index(DEVICE_ENV, None).unwrap(), None);
+        assert_eq!(parse_device_index(DEVICE_ENV, Some(" ")).unwrap(), None);
+        assert_eq!(parse_device_index(DEVICE_ENV, Some("0")).unwrap(), Some(0));
+        assert_eq!(
+            parse_device_index(DEVICE_ENV, Some(" 3 ")).unwrap(),
+            Some(3)
+        );
+        for bad in ["-1", "1.5", "gpu1", "cuda:0"] {
+            let error = parse_device_index(DEVICE_ENV, Some(bad)).unwrap_err();
+            assert_eq!(
+                error.to_string(),
+                format!("DSPK_DEVICE is `{bad}`: expected a device index, a whole number from 0")
+            );
+        }
+    }
+
+    // One GPU per process: an index past the devices present names how many there are (wgpu
+    // on lavapipe and the CPU runtime have one each).
+    #[test]
+    fn a_device_index_past_the_devices_names_their_count() {
+        for target in ComputeTarget::compiled() {
+            let count = target.devices().len();
+            if count == 0 {
+                continue;
+            }
+            assert!(target.device_at(Some(count - 1)).is_ok(), "{target}");
+            let error = target.device_at(Some(count)).unwrap_err();
+            assert!(matches!(error, Error::NoSuchDevice { .. }), "{error}");
+            let message = error.to_string();
+            let devices = if count == 1 { "device" } else { "devices" };
+            assert!(
+                message.starts_with(&format!(
+                    "device {count} of the {target} runtime was asked for, but it has {count} \
+                     {devices} (indices 0 to {})",
+                    count - 1
+                )),
+                "{message}"
+            );
+        }
+        if ComputeTarget::Cpu.is_compiled() {
+            assert_eq!(ComputeTarget::Cpu.devices().len(), 1);
         }
     }
 

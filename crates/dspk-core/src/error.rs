@@ -138,6 +138,31 @@ pub enum Error {
         compiled: String,
     },
 
+    /// A device index (`DSPK_DEVICE`, `--device`) past the devices the runtime has.
+    #[error(
+        "device {index} of the {target} runtime was asked for, but it has {count} device{plural} \
+         (indices 0 to {last})",
+        plural = if *count == 1 { "" } else { "s" },
+        last = count.saturating_sub(1)
+    )]
+    NoSuchDevice {
+        /// The runtime asked.
+        target: &'static str,
+        /// The index asked for.
+        index: usize,
+        /// How many devices the runtime has on this machine.
+        count: usize,
+    },
+
+    /// `DSPK_DEVICE` (or a device index given as text) is not a whole number.
+    #[error("{source_name} is `{value}`: expected a device index, a whole number from 0")]
+    InvalidDeviceIndex {
+        /// Where the value came from (`DSPK_DEVICE`).
+        source_name: String,
+        /// The value given.
+        value: String,
+    },
+
     /// None of the compiled-in runtimes has a usable device.
     #[error("no compiled-in runtime has a usable device (compiled in: {compiled})")]
     NoRuntimeAvailable {

@@ -48,7 +48,7 @@ mod window;
 #[cfg(feature = "test-util")]
 pub mod test_util;
 
-pub use compute::{ComputeTarget, RUNTIME_ENV};
+pub use compute::{ComputeTarget, DEVICE_ENV, RUNTIME_ENV, parse_device_index};
 pub use error::{Error, Result};
 pub use kernel_cache::{KERNEL_CACHE_ENV, KernelCache, KernelCacheOff};
 pub use loader::{

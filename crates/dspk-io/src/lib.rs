@@ -6,7 +6,10 @@
 //!
 //! - [`RawRecording`]: a raw binary file (interleaved or channel-major, any byte order, a
 //!   fixed header) described by a JSON sidecar ([`RawSidecar`]) or by SpikeInterface's
-//!   `binary.json` ([`RawRecording::open_spikeinterface`]); [`write_raw`] writes one. Reads go
+//!   `binary.json` ([`RawRecording::open_spikeinterface`]), or a plain binary file described
+//!   by channel count, rate and dtype as Kilosort reads one ([`RawRecording::open_plain`] with
+//!   a [`PlainBinary`]); [`write_raw`] writes one, [`RawRecording::write_sidecar`] describes
+//!   one in place. Reads go
 //!   from the file straight into the caller's buffer with positional reads.
 //! - `ZarrRecording`: SpikeInterface's Zarr layout (v2 and v3; blosc, zstd, sharding),
 //!   decoded chunks kept in a [`ChunkCache`]; `write_zarr` writes one (feature `zarr`, on by
@@ -40,8 +43,8 @@ pub use error::{Error, Result};
 pub use file::{DataFile, METADATA_LIMIT, check_readable, read_small_file};
 pub use npy::{NPY_MAGIC, NpyArray, NpyHeader, NpzArchive, open_npy_recording};
 pub use raw::{
-    RawRecording, RawSidecar, RawSpec, RawWriteOptions, SI_BINARY_JSON, SIDECAR_FORMAT,
-    SampleOrder, SiBinaryMeta, sidecar_path, write_raw,
+    MAX_PLAIN_CHANNELS, PlainBinary, RawRecording, RawSidecar, RawSpec, RawWriteOptions,
+    SI_BINARY_JSON, SIDECAR_FORMAT, SampleOrder, SiBinaryMeta, sidecar_path, write_raw,
 };
 pub use registry::{Detection, Format, Registry, open};
 #[cfg(feature = "zarr")]

@@ -141,25 +141,31 @@ impl Format for DspkRaw {
         SIDECAR_FORMAT
     }
 
+    /// By its metadata when the sidecar names the format; by name when a sidecar is there
+    /// but cannot be read or parsed (a malformed `<data>.json`, or a `.json` given directly
+    /// that is not JSON), or sits beside the data file without a `format`: opening it then
+    /// reports what is wrong in it (the JSON error's line and column) instead of no format
+    /// recognising the path. Valid JSON naming another format is not a sidecar.
     fn detect(&self, path: &Path) -> Detection {
-        let sidecar = if is_json(path) {
-            path.to_path_buf()
-        } else {
+        let beside = !is_json(path);
+        let sidecar = if beside {
             sidecar_path(path)
+        } else {
+            path.to_path_buf()
         };
         if !sidecar.is_file() {
             return Detection::No;
         }
-        let names_format = read_small_file(&sidecar, METADATA_LIMIT)
+        let Some(value) = read_small_file(&sidecar, METADATA_LIMIT)
             .ok()
             .and_then(|json| serde_json::from_slice::<serde_json::Value>(&json).ok())
-            .is_some_and(|value| {
-                value.get("format").and_then(|f| f.as_str()) == Some(SIDECAR_FORMAT)
-            });
-        if names_format {
-            Detection::ByMetadata
-        } else {
-            Detection::No
+        else {
+            return Detection::ByName;
+        };
+        match value.get("format").and_then(|f| f.as_str()) {
+            Some(SIDECAR_FORMAT) => Detection::ByMetadata,
+            None if beside => Detection::ByName,
+            _ => Detection::No,
         }
     }
 

@@ -1,7 +1,9 @@
 //! Raw binary recordings: a data file of stored samples described by a JSON sidecar (dspk's
-//! own, or SpikeInterface's `binary.json`), and a writer for the same layout.
+//! own, or SpikeInterface's `binary.json`) or by a channel count, rate and dtype given by the
+//! caller (a plain binary file, Kilosort's way), and a writer for the same layout.
 
 mod deinterleave;
+mod plain;
 mod reader;
 mod sidecar;
 mod spikeinterface;
@@ -9,6 +11,7 @@ mod writer;
 
 use std::path::Path;
 
+pub use plain::{MAX_PLAIN_CHANNELS, PlainBinary};
 pub use reader::{RawRecording, RawSpec, SampleOrder};
 pub use sidecar::{RawSidecar, SIDECAR_FORMAT};
 pub use spikeinterface::{SI_BINARY_JSON, SiBinaryMeta};
