@@ -392,3 +392,62 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod staging_tests {
+    use super::{check_phy_destination, move_into_place, staging_folder};
+
+    /// A fresh scratch folder for `name`.
+    fn scratch(name: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("dspk-phy-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn phy_staging_moves_a_complete_folder_into_place_and_leaves_nothing_beside() {
+        let root = scratch("move");
+        let out = root.join("sorted");
+        check_phy_destination(&out, false).unwrap();
+        assert!(!out.exists(), "the check made the folder");
+        let staging = staging_folder(&out).unwrap();
+        std::fs::write(staging.join("spike_times.npy"), b"new").unwrap();
+        move_into_place(&staging, &out).unwrap();
+        assert_eq!(std::fs::read(out.join("spike_times.npy")).unwrap(), b"new");
+        // An existing folder: refused without overwrite; with it, the old Phy files this
+        // write lacks go, other files stay.
+        let e = check_phy_destination(&out, false).unwrap_err();
+        assert!(e.to_string().contains("already holds a Phy folder"), "{e}");
+        std::fs::write(out.join("cluster_Old.tsv"), b"old").unwrap();
+        std::fs::write(out.join("recording.dat"), b"raw").unwrap();
+        check_phy_destination(&out, true).unwrap();
+        let staging = staging_folder(&out).unwrap();
+        std::fs::write(staging.join("params.py"), b"p").unwrap();
+        move_into_place(&staging, &out).unwrap();
+        let mut names: Vec<String> = std::fs::read_dir(&out)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["params.py", "recording.dat"]);
+        let beside: Vec<_> = std::fs::read_dir(&root).unwrap().collect();
+        assert_eq!(
+            beside.len(),
+            1,
+            "only the Phy folder is left in {}",
+            root.display()
+        );
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn phy_destination_that_is_a_file_is_refused() {
+        let root = scratch("file");
+        let file = root.join("taken");
+        std::fs::write(&file, b"").unwrap();
+        let e = check_phy_destination(&file, true).unwrap_err();
+        assert!(e.to_string().contains("not a folder"), "{e}");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+}
