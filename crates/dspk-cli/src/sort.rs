@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 
 use dspk::ComputeTarget;
 use dspk::io::Dtype;
-use dspk::kilosort::KilosortSettings;
+use dspk::kilosort::export::phy::check_phy_destination;
+use dspk::kilosort::{Kilosort4, KilosortSettings};
 use dspk::synapse::phy::PhyParams;
 
 use crate::args::{SortArgs, default_out_dir};
@@ -38,9 +39,10 @@ pub(crate) fn sort(args: &SortArgs, settings: KilosortSettings) -> Result<(), Bo
         .clone()
         .unwrap_or_else(|| default_out_dir(&args.recording));
     refuse_existing_sort(&out, args.overwrite)?;
-    // Made now, so that a folder that cannot be written fails before the sort, not after.
-    std::fs::create_dir_all(&out)
-        .map_err(|e| format!("{}: cannot create the Phy folder: {e}", out.display()))?;
+    // Checked now, so that a folder that cannot be written fails before the sort, not after;
+    // nothing is left there (the folder is written beside it and renamed at the end).
+    check_phy_destination(&out, args.overwrite)?;
+    Kilosort4::new(settings.clone()).check(&info, &channels)?;
     let dat = opened.phy_dat(&args.recording);
 
     print!(

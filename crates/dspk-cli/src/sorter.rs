@@ -48,8 +48,8 @@ pub fn sort_with_bars(
 
 impl Sorted {
     /// What a finished sort of a recording of `recording_seconds` prints: a `stage` line per
-    /// stage (its time and memory), the channel delays removed (EMUsort's preset), and
-    /// `sorted:` with the units (good and mua), the spikes and the time against real time.
+    /// stage (its time and memory), the channel delays removed (EMUsort's preset), a
+    /// `warning:` line per warning of the sort, and `sorted:` with the units (good and mua), the spikes and the time against real time.
     #[must_use]
     pub fn report(&self, recording_seconds: f64) -> String {
         let (output, wall) = (&self.output, self.seconds);
@@ -63,6 +63,9 @@ impl Sorted {
                 "delays:    {:?} samples, removed from each channel (reference channel {})",
                 delays.delays, delays.reference
             );
+        }
+        for warning in &output.warnings {
+            let _ = writeln!(text, "warning:   {warning}");
         }
         let sorting = &output.sorting;
         let good = (sorting.labels.iter())

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use cubecl::client::Client;
-use dspk_core::{ComputeTarget, RecordingSource};
+use dspk_core::{ComputeTarget, RecordingInfo, RecordingSource};
 use dspk_synapse::phy::PhyParams;
 
 use crate::clustering::{self, Input};
@@ -23,7 +23,7 @@ use crate::export::{self, Merged};
 use crate::preprocessing::{self, PreprocessingFit, Reading};
 use crate::runner::{CorrectedWindows, Progress, SortContext, StageReport};
 use crate::templates::{learned, matching};
-use crate::{KilosortSettings, Result, SortProbe, merging};
+use crate::{Error, KilosortSettings, Result, SortProbe, merging};
 
 /// How the recording is cut and where it goes, beyond the settings.
 #[derive(Debug, Clone, Default)]
@@ -60,10 +60,13 @@ pub struct FrontHalf {
     pub fit: Arc<PreprocessingFit>,
     /// The template centres.
     pub centres: TemplateCentres,
-    /// The drift estimate (`None` with `nblocks = 0`).
+    /// The drift estimate (`None` with `nblocks = 0`, or when the probe is too short for it).
     pub drift: Option<DriftEstimate>,
     /// One report per stage, in order.
     pub stages: Vec<StageReport>,
+    /// What the sort changed or found that the user should know, in order (drift correction
+    /// turned off, a setting capped, no spikes).
+    pub warnings: Vec<String>,
 }
 
 /// A finished sort and everything fitted on the way.
@@ -73,12 +76,16 @@ pub struct SortOutput {
     pub sorting: Sorting,
     /// One report per stage, in order.
     pub stages: Vec<StageReport>,
+    /// What the sort changed or found that the user should know, in order (drift correction
+    /// turned off, a setting capped, no spikes): shown by the front-ends and written into the
+    /// Phy folder's `dspk_report.txt`.
+    pub warnings: Vec<String>,
     /// The preprocessing fit (offsets, whitening, channel noise, channel delays): reusable by
     /// runs with other sorting settings ([`RunOptions::fit`]).
     pub fit: Arc<PreprocessingFit>,
     /// Each unit's quality metrics and EMUsort score (EMUsort's defaults).
     pub units: Vec<UnitMetrics>,
-    /// The drift estimate (`None` with `nblocks = 0`).
+    /// The drift estimate (`None` with `nblocks = 0`, or when the probe is too short for it).
     pub drift: Option<DriftEstimate>,
     /// The universal templates used.
     pub templates: UniversalTemplates,
@@ -120,9 +127,77 @@ impl Kilosort4 {
         &self.settings
     }
 
+    /// Checks, before any data is read, what can be known about a sort of a recording
+    /// described by `info` through `probe` with these settings, and returns the warnings it
+    /// would start with.
+    ///
+    /// Errors: settings out of range ([`KilosortSettings::validate`]); a recording shorter
+    /// than one template (`nt` samples); a probe with a channel the recording lacks; `nblocks`
+    /// cutting the probe into blocks too short for the drift registration
+    /// ([`drift::check_probe`]). Warnings: `nearest_chans` above the channel count (capped, as
+    /// Kilosort4 does); every contact at one position (no spatial information: one template
+    /// centre); a probe too short in depth for drift correction, which is then turned off.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Setting`] naming the setting, or [`Error::Input`] naming the recording or
+    /// probe, for the errors above.
+    pub fn check(&self, info: &RecordingInfo, probe: &SortProbe) -> Result<Vec<String>> {
+        let settings = &self.settings;
+        settings.validate()?;
+        let probe = self.sorted_probe(probe)?;
+        if info.num_samples < settings.nt as u64 {
+            return Err(Error::Input {
+                what: "recording",
+                reason: format!(
+                    "{} samples is shorter than one template ({} samples)",
+                    info.num_samples, settings.nt
+                ),
+            });
+        }
+        if let Some(&c) = probe.channels().iter().find(|&&c| c >= info.num_channels()) {
+            return Err(Error::Input {
+                what: "probe",
+                reason: format!(
+                    "channel {c} is not in a recording of {} channels",
+                    info.num_channels()
+                ),
+            });
+        }
+        let mut warnings = Vec::new();
+        if settings.nearest_chans > probe.len() {
+            warnings.push(format!(
+                "nearest_chans = {} is more than the probe's {} channels: every template \
+                 centre uses all {} (as Kilosort4 caps it)",
+                settings.nearest_chans,
+                probe.len(),
+                probe.len()
+            ));
+        }
+        let positions = probe.positions();
+        if positions.len() > 1 && positions.iter().all(|p| p == &positions[0]) {
+            warnings.push(format!(
+                "every one of the probe's {} contacts is at ({}, {}) um: the sort has no \
+                 spatial information (one template centre, one clustering group) and separates \
+                 units by waveform alone; give the contacts' real positions if they differ",
+                positions.len(),
+                positions[0][0],
+                positions[0][1]
+            ));
+        }
+        let channel_y: Vec<f32> = positions.iter().map(|p| p[1]).collect();
+        if let Some(off) = drift::check_probe(&channel_y, &settings.drift())? {
+            warnings.push(off);
+        }
+        Ok(warnings)
+    }
+
     /// Sorts `source` read through `probe` on `client`. `progress` hears after every window of
-    /// every pass and at the end of each host stage. A recording without spikes gives an empty
-    /// sorting.
+    /// every pass and at the end of each host stage. [`check`](Self::check) runs first. A
+    /// recording without spikes gives an empty sorting with a warning that says so; a stage
+    /// that runs out of material on a recording with spikes (no spikes left after drift
+    /// correction, none matched, every unit removed) is an error naming the stage, the counts
+    /// and the setting to change.
     ///
     /// # Errors
     ///
@@ -140,6 +215,7 @@ impl Kilosort4 {
         let num_samples = source.info().num_samples;
         let mut ctx = self.context(client, source.as_ref(), &probe, progress);
         let (front, mut windows) = self.front(&mut ctx, source)?;
+        let detected = front.spikes.len();
         let FrontHalf {
             spikes,
             templates,
@@ -159,6 +235,17 @@ impl Kilosort4 {
         drop(spikes);
         let learned = learned::run(&mut ctx, &first, &templates)?;
         let (mut matched, channels) = matching::run(&mut ctx, &mut windows, &learned, &templates)?;
+        if learned.count > 0 && matched.is_empty() {
+            return Err(Error::Input {
+                what: "template matching",
+                reason: format!(
+                    "0 spikes matched {} learned templates, after {detected} spikes were \
+                     detected: no template reaches Th_learned = {} on the recording; lower \
+                     Th_learned",
+                    learned.count, self.settings.th_learned
+                ),
+            });
+        }
         let clusters = clustering::run(
             &mut ctx,
             Input::Final {
@@ -174,9 +261,22 @@ impl Kilosort4 {
             channels: &channels,
         };
         let (sorting, units) = export::run(&mut ctx, merged, &templates, &fit, num_samples)?;
+        if sorting.num_units() == 0 && !matched.is_empty() {
+            return Err(Error::Input {
+                what: "post-processing",
+                reason: format!(
+                    "every unit was removed: {} spikes matched, {} learned templates, 0 units \
+                     kept",
+                    matched.len(),
+                    learned.count
+                ),
+            });
+        }
+        let (stages, warnings) = ctx.into_reports();
         Ok(SortOutput {
             sorting,
-            stages: ctx.into_stages(),
+            stages,
+            warnings,
             fit,
             units,
             drift,
@@ -203,7 +303,7 @@ impl Kilosort4 {
         let probe = self.sorted_probe(probe)?;
         let mut ctx = self.context(client, source.as_ref(), &probe, progress);
         let (mut front, _) = self.front(&mut ctx, source)?;
-        front.stages = ctx.into_stages();
+        (front.stages, front.warnings) = ctx.into_reports();
         Ok(front)
     }
 
@@ -214,6 +314,11 @@ impl Kilosort4 {
         ctx: &mut SortContext,
         source: Arc<dyn RecordingSource>,
     ) -> Result<(FrontHalf, CorrectedWindows)> {
+        for warning in self.check(source.info(), ctx.probe())? {
+            if !warning.starts_with("drift correction is off") {
+                ctx.warn(warning);
+            }
+        }
         let reading = Reading {
             window: self.options.window.unwrap_or(self.settings.batch_size),
             target: self.options.target,
@@ -224,6 +329,9 @@ impl Kilosort4 {
         let (centres, mut detector) = detection::detector(ctx, &windows, &templates)?;
         let drift = drift::run(ctx, &mut windows, &mut detector, &fit.whitening)?;
         let spikes = detection::run(ctx, &mut windows, &mut detector, "detection")?;
+        if spikes.is_empty() {
+            no_spikes(ctx, drift.as_ref(), windows.num_samples())?;
+        }
         let front = FrontHalf {
             spikes,
             templates,
@@ -231,6 +339,7 @@ impl Kilosort4 {
             centres,
             drift,
             stages: Vec::new(),
+            warnings: Vec::new(),
         };
         Ok((front, windows))
     }
@@ -267,25 +376,80 @@ impl Kilosort4 {
     }
 }
 
+/// What an empty detection on the drift-corrected recording of `num_samples` samples means:
+/// an error when the drift pass (`drift`) found spikes before the correction (the correction
+/// lost them), else a warning in `ctx` that the recording has no spikes above the threshold.
+fn no_spikes(ctx: &mut SortContext, drift: Option<&DriftEstimate>, num_samples: u64) -> Result<()> {
+    let th = ctx.settings().th_universal;
+    if let Some(drift) = drift {
+        let before: usize = drift.spike_counts().iter().sum();
+        if before > 0 {
+            let (low, high) = drift
+                .dshift()
+                .iter()
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &d| {
+                    (l.min(d), h.max(d))
+                });
+            return Err(Error::Input {
+                what: "detection",
+                reason: format!(
+                    "0 spikes on the drift-corrected recording, {before} before the \
+                     correction: the drift estimate (shifts {low:.1} to {high:.1} um) moved the \
+                     channels off the spikes; sort with nblocks = 0 (no drift correction)"
+                ),
+            });
+        }
+    }
+    let seconds = num_samples as f64 / ctx.sample_rate();
+    ctx.warn(format!(
+        "no spikes: universal-template detection found none above Th_universal = {th} in \
+         {seconds:.1} s of recording (flat, or its spikes are smaller than the threshold); the \
+         sorting is empty; lower Th_universal to look for smaller spikes"
+    ));
+    Ok(())
+}
+
 impl SortOutput {
-    /// The per-stage report, one line per stage.
+    /// The per-stage report, one line per stage, then one `warning: ...` line per warning.
     #[must_use]
     pub fn report(&self) -> String {
-        self.stages
-            .iter()
-            .map(|s| format!("{s}\n"))
-            .collect::<String>()
+        let stages = self.stages.iter().map(|s| format!("{s}\n"));
+        let warnings = self.warnings.iter().map(|w| format!("warning: {w}\n"));
+        stages.chain(warnings).collect()
     }
 
     /// Writes the Phy folder into `dir` (§9; `params` says where the raw recording is, its
-    /// channel count and dtype, for `params.py`), the settings and report beside it and
-    /// `summary.png` (drift map, units on the probe, templates). `params.sample_rate` is set
-    /// to the sorting's.
+    /// channel count and dtype, for `params.py`), the settings and report (with the warnings)
+    /// beside it and `summary.png` (drift map, units on the probe, templates).
+    /// `params.sample_rate` is set to the sorting's.
+    ///
+    /// Every file is written first into a fresh folder beside `dir`
+    /// ([`staging_folder`](crate::export::phy::staging_folder)), and moved into place only
+    /// when all are written: a `dir` that did not exist is the renamed folder; in one that did
+    /// (with `overwrite`), the sort's files are renamed over the old ones and the old Phy
+    /// files this sort does not write are removed. A failed write leaves `dir` as it was.
     ///
     /// # Errors
     ///
-    /// As [`write_phy_folder`] and [`write_summary`].
-    pub fn write_phy(&self, dir: &Path, mut params: PhyParams, overwrite: bool) -> Result<()> {
+    /// As [`write_phy_folder`] and [`write_summary`]; [`Error::Input`] when `dir` already
+    /// holds a Phy folder and `overwrite` is off, or its parent cannot be written
+    /// ([`check_phy_destination`](crate::export::phy::check_phy_destination)).
+    pub fn write_phy(&self, dir: &Path, params: PhyParams, overwrite: bool) -> Result<()> {
+        crate::export::phy::check_phy_destination(dir, overwrite)?;
+        let staging = crate::export::phy::staging_folder(dir)?;
+        match self.write_phy_files(&staging, params) {
+            Ok(()) => crate::export::phy::move_into_place(&staging, dir),
+            Err(e) => {
+                // The staging folder is ours; what it holds is incomplete.
+                let _ = std::fs::remove_dir_all(&staging);
+                Err(e)
+            }
+        }
+    }
+
+    /// Writes every file of [`write_phy`](Self::write_phy) into the empty folder `dir`.
+    fn write_phy_files(&self, dir: &Path, mut params: PhyParams) -> Result<()> {
+        let overwrite = false;
         params.sample_rate = self.sorting.sample_rate;
         let channel_map: Vec<u32> = self.probe.channels().iter().map(|&c| c as u32).collect();
         write_phy_folder(

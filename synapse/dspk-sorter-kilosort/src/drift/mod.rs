@@ -35,7 +35,7 @@ pub use crate::settings::DriftSettings;
 use crate::{Error, Result};
 use correction::DriftCorrectedWhitening;
 use fingerprint::{DepthBins, fingerprints};
-use register::{Blocks, register};
+use register::{Blocks, COARSE_REACH, FINE_REACH, register};
 
 /// The drift stage (`docs/KILOSORT4.md` §3): with `nblocks > 0`, a detection pass with
 /// `detector` over the whitened recording, the drift estimated from the spikes' depths and
@@ -53,6 +53,11 @@ pub fn run(
 ) -> Result<Option<DriftEstimate>> {
     let settings = ctx.settings();
     if settings.nblocks == 0 {
+        return Ok(None);
+    }
+    let channel_y: Vec<f32> = ctx.probe().positions().iter().map(|p| p[1]).collect();
+    if let Some(off) = check_probe(&channel_y, &settings.drift())? {
+        ctx.warn(off);
         return Ok(None);
     }
     let found = detection::run(ctx, windows, detector, "drift detection")?;
@@ -84,6 +89,85 @@ pub fn run(
         windows.max_read_len(),
     )?));
     Ok(Some(estimate))
+}
+
+/// Whether drift correction can run on a probe with channels at depths `channel_y` (um) with
+/// `settings` (`nblocks >= 1`), decided before any data is read.
+///
+/// The registration (§3.3) rolls each batch's fingerprint circularly along its
+/// `n = 1 + ceil((max - min + 1) / binning_depth)` depth bins by `-15..=15` bins, 9 times
+/// over, keeping the first best roll. Over fewer than 31 bins two of those rolls are the same
+/// roll; over 15 bins or fewer the roll by 0 equals the roll by `-n`, which comes first, so
+/// every batch of a stationary recording moves by `-n` bins per iteration: on an 8-channel
+/// probe spanning 60 um (14 bins) Kilosort 4.1.7's rules give `dshift` of about -630 um,
+/// every channel is then read far off the probe and the corrected recording is blank
+/// (measured, 10 s with 4 units: 258 spikes in the drift pass, `dshift` -576 to -631 um,
+/// every entry of the corrected whitening below 0.005, 0 spikes after). A probe of at most 15
+/// bins (a span under about 75 um at the default 5 um) is too short for the registration:
+/// `Ok(Some(warning))`, the warning saying why drift correction is turned off (as Kilosort's
+/// documentation advises for probes with few channels: `nblocks = 0`). From 16 bins on, the
+/// roll by 0 is unique and the registration runs as Kilosort4's (a 12-channel probe of 22
+/// bins is corrected and sorted well). `Ok(None)`: the probe is long enough (or
+/// `nblocks = 0`, nothing to decide).
+///
+/// # Errors
+///
+/// As [`DriftSettings`]' checks; [`Error::Input`] for no channels or a non-finite depth;
+/// [`Error::Setting`] (`nblocks`) when the probe is long enough but `nblocks` cuts it into
+/// blocks shorter than the 11 bins the per-block search (`-5..=5` bins) needs, naming the
+/// largest `nblocks` that fits.
+pub fn check_probe(channel_y: &[f32], settings: &DriftSettings) -> Result<Option<String>> {
+    settings.check()?;
+    if settings.nblocks == 0 {
+        return Ok(None);
+    }
+    if channel_y.is_empty() {
+        return Err(Error::Input {
+            what: "channel positions",
+            reason: "no channels".to_string(),
+        });
+    }
+    if let Some(c) = channel_y.iter().position(|y| !y.is_finite()) {
+        return Err(Error::Input {
+            what: "channel positions",
+            reason: format!("channel {c} at depth {}", channel_y[c]),
+        });
+    }
+    let bins = DepthBins::new(channel_y, settings.binning_depth)?;
+    let (low, high) = channel_y
+        .iter()
+        .fold((f32::INFINITY, f32::NEG_INFINITY), |(l, h), &y| {
+            (l.min(y), h.max(y))
+        });
+    let span = high - low;
+    let rigid = COARSE_REACH as usize + 1;
+    if bins.n < rigid {
+        return Ok(Some(format!(
+            "drift correction is off (nblocks = {} was asked): the probe spans {span} um of \
+             depth, {} bins of {} um, fewer than the {rigid} bins the drift registration's \
+             +-{COARSE_REACH}-bin search needs (its estimate would move every channel off \
+             the probe); Kilosort advises nblocks = 0 for such probes (set it to silence \
+             this warning)",
+            settings.nblocks, bins.n, settings.binning_depth,
+        )));
+    }
+    let fine = (2 * FINE_REACH + 1) as usize;
+    let fits = bins.n / fine;
+    if bins.n / settings.nblocks < fine || Blocks::new(bins.n, settings.nblocks).is_err() {
+        return Err(Error::Setting {
+            name: "nblocks",
+            reason: format!(
+                "{} blocks over a probe spanning {span} um ({} bins of {} um) make blocks of \
+                 {} bins, shorter than the {fine} bins the per-block search needs: use \
+                 nblocks <= {fits} (1 for one rigid shift, 0 for no drift correction)",
+                settings.nblocks,
+                bins.n,
+                settings.binning_depth,
+                bins.n / settings.nblocks,
+            ),
+        });
+    }
+    Ok(None)
 }
 
 /// The detected spikes drift is estimated from (Kilosort4's `st0` columns 1, 2 and 4), one

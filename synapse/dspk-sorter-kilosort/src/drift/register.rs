@@ -9,7 +9,7 @@ use crate::{Error, Result};
 const REFERENCE_BATCH: usize = 300;
 
 /// The rigid search tries shifts `-15..=15` bins.
-const COARSE_REACH: isize = 15;
+pub(super) const COARSE_REACH: isize = 15;
 
 /// Rigid iterations whose shifts are applied. Kilosort4 runs a tenth whose shifts are not
 /// applied, after which the reference is recomputed from unchanged fingerprints: it changes
@@ -17,7 +17,7 @@ const COARSE_REACH: isize = 15;
 const COARSE_ITERATIONS: usize = 9;
 
 /// The per-block search tries shifts `-5..=5` bins.
-const FINE_REACH: isize = 5;
+pub(super) const FINE_REACH: isize = 5;
 
 /// Fine shifts tried per block.
 const N_FINE: usize = (2 * FINE_REACH + 1) as usize;

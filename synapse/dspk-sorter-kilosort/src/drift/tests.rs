@@ -1,6 +1,6 @@
 //! Drift estimation on synthetic spikes with known motion, and its errors.
 
-use super::{DriftEstimate, DriftSettings, DriftSpikes, estimate_drift};
+use super::{DriftEstimate, DriftSettings, DriftSpikes, check_probe, estimate_drift};
 use crate::Error;
 use dspk_core::rng::SplitMix64;
 use std::ops::Range;
@@ -282,5 +282,59 @@ fn drift_matches_kilosort_on_its_own_spikes() {
     let got = estimate_drift(&y, &spikes.view(), want.len(), &DriftSettings::default()).unwrap();
     for (b, (g, w)) in got.dshift().iter().zip(&want).enumerate() {
         assert!((g - w).abs() < 1e-9, "batch {b}: {g} um, Kilosort {w} um");
+    }
+}
+
+/// A two-column probe of `rows` rows every 20 um: the depths of its channels.
+fn two_columns(rows: usize) -> Vec<f32> {
+    (0..2 * rows).map(|c| 20.0 * (c / 2) as f32).collect()
+}
+
+#[test]
+fn drift_is_turned_off_on_probes_too_short_for_the_registration() {
+    let default = DriftSettings::default();
+    // 8 channels, 60 um: 14 bins, the roll by 0 equals the roll by -14: off, with a warning.
+    let off = check_probe(&two_columns(4), &default).unwrap().unwrap();
+    assert!(off.contains("drift correction is off"), "{off}");
+    assert!(
+        off.contains("14 bins") && off.contains("nblocks = 0"),
+        "{off}"
+    );
+    // A tetrode (20 um) and every contact at one depth: off.
+    assert!(check_probe(&two_columns(2), &default).unwrap().is_some());
+    assert!(check_probe(&[100.0; 4], &default).unwrap().is_some());
+    // 12 channels (100 um, 22 bins) and 32 channels (300 um): drift correction runs.
+    assert_eq!(check_probe(&two_columns(6), &default).unwrap(), None);
+    assert_eq!(check_probe(&two_columns(16), &default).unwrap(), None);
+    // nblocks = 0: nothing to decide, whatever the probe.
+    let none = DriftSettings {
+        nblocks: 0,
+        ..default.clone()
+    };
+    assert_eq!(check_probe(&two_columns(1), &none).unwrap(), None);
+}
+
+#[test]
+fn drift_refuses_blocks_too_short_for_the_fine_search_before_reading_data() {
+    // 32 channels, 300 um: 62 bins, at most 5 blocks of >= 11 bins.
+    let y = two_columns(16);
+    let blocks = |nblocks| {
+        check_probe(
+            &y,
+            &DriftSettings {
+                nblocks,
+                ..DriftSettings::default()
+            },
+        )
+    };
+    assert_eq!(blocks(5).unwrap(), None);
+    for nblocks in [6, 1000] {
+        match blocks(nblocks) {
+            Err(Error::Setting { name, reason }) => {
+                assert_eq!(name, "nblocks");
+                assert!(reason.contains("nblocks <= 5"), "{reason}");
+            }
+            other => panic!("nblocks = {nblocks}: {other:?}"),
+        }
     }
 }

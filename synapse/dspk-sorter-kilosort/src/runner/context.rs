@@ -21,6 +21,7 @@ pub struct SortContext<'a> {
     threads: usize,
     progress: &'a mut dyn FnMut(Progress),
     stages: Vec<StageReport>,
+    warnings: Vec<String>,
 }
 
 impl<'a> SortContext<'a> {
@@ -43,6 +44,7 @@ impl<'a> SortContext<'a> {
             threads: threads.max(1),
             progress,
             stages: Vec::new(),
+            warnings: Vec::new(),
         }
     }
 
@@ -144,9 +146,27 @@ impl<'a> SortContext<'a> {
         }
     }
 
+    /// Records a warning: something the sort changed or found that the user should know
+    /// (drift correction turned off, a setting capped, no spikes), shown with the reports.
+    pub fn warn(&mut self, warning: String) {
+        self.warnings.push(warning);
+    }
+
+    /// The warnings recorded so far, in order.
+    #[must_use]
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
     /// The reports recorded, in order.
     #[must_use]
     pub fn into_stages(self) -> Vec<StageReport> {
         self.stages
+    }
+
+    /// The reports and the warnings recorded, each in order.
+    #[must_use]
+    pub fn into_reports(self) -> (Vec<StageReport>, Vec<String>) {
+        (self.stages, self.warnings)
     }
 }

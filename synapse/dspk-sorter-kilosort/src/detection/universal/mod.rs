@@ -148,7 +148,12 @@ pub fn run(ctx: &mut SortContext, windows: &mut CorrectedWindows) -> Result<Univ
         }
         Ok(())
     })?;
+    let batches = windows
+        .num_samples()
+        .div_ceil(batch)
+        .div_ceil(stride as u64);
     ctx.host("template learning", |ctx| {
+        check_clip_count(harvester.clips().len() / nt, batches, ctx.settings())?;
         learn_universal(ctx.client(), harvester.clips(), ctx.settings())
     })
 }
@@ -165,6 +170,28 @@ impl KilosortSettings {
             ..ClipSettings::default()
         }
     }
+}
+
+/// Checks that `clips` clips, harvested from `batches` batches, are enough to learn the
+/// `n_templates` universal templates from; the error says how many there were, where they
+/// came from, the likely cause and the settings that change it.
+fn check_clip_count(clips: usize, batches: u64, settings: &KilosortSettings) -> Result<()> {
+    let k = settings.n_templates;
+    if clips >= k {
+        return Ok(());
+    }
+    Err(Error::Input {
+        what: "universal templates",
+        reason: format!(
+            "{clips} isolated spike clips in the {batches} batch(es) harvested (every \
+             clip_batch_stride = {}th batch of batch_size = {} samples), fewer than the \
+             n_templates = {k} templates to learn from them: the recording is too short, its \
+             batches too short, or it holds too few spikes above Th_single_ch = {:?}; sort a \
+             longer recording, use longer batches (batch_size), a lower clip_batch_stride or \
+             Th_single_ch, or the built-in templates (templates_from_data = false)",
+            settings.clip_batch_stride, settings.batch_size, settings.th_single_ch,
+        ),
+    })
 }
 
 /// Universal templates from harvested clips as `settings` say: scaled per clip or globally,

@@ -41,8 +41,8 @@ use std::path::Path;
 use dspk_io::{ByteOrder, Dtype, ElementKind, NpyArray};
 use dspk_synapse::phy::{Array, ClusterColumn, PhyFolder, PhyParams, PhyWriteOptions, write_phy};
 
-use crate::Result;
 use crate::export::sorting::Sorting;
+use crate::{Error, Result};
 
 mod check;
 mod whitening;
@@ -95,6 +95,133 @@ pub fn write_phy_folder(dir: &Path, output: &PhyOutput, overwrite: bool) -> Resu
     write_kilosort_extras(dir, output)?;
     write_text(dir, "dspk_settings.json", &output.settings_json)?;
     write_text(dir, "dspk_report.txt", &output.report)
+}
+
+/// Checks, before a sort, that its Phy folder can be written to `dir`: `dir` does not hold a
+/// Phy folder (`params.py` or `spike_times.npy`) unless `overwrite`, `dir` is a folder if it
+/// exists, and a folder can be made beside it (where [`staging_folder`] writes) and, when
+/// `dir` exists, a file inside it (probed by creating and removing one of each).
+///
+/// # Errors
+///
+/// [`Error::Input`] (`Phy folder`) saying which of these fails and why.
+pub fn check_phy_destination(dir: &Path, overwrite: bool) -> Result<()> {
+    let fail = |reason: String| Error::Input {
+        what: "Phy folder",
+        reason: format!("{}: {reason}", dir.display()),
+    };
+    if dir.exists() {
+        if !dir.is_dir() {
+            return Err(fail("exists and is not a folder".to_string()));
+        }
+        if let Some(name) = ["params.py", "spike_times.npy"]
+            .iter()
+            .find(|name| dir.join(name).exists())
+            && !overwrite
+        {
+            return Err(fail(format!(
+                "already holds a Phy folder ({name}); overwrite it or choose another folder"
+            )));
+        }
+        let probe = dir.join(format!(".dspk-write-check-{}", std::process::id()));
+        std::fs::write(&probe, b"")
+            .map_err(|e| fail(format!("cannot be written ({e}); choose another folder")))?;
+        let _ = std::fs::remove_file(&probe);
+    }
+    let staging = staging_folder(dir)?;
+    std::fs::remove_dir(&staging).map_err(|e| fail(format!("cannot remove a test folder: {e}")))
+}
+
+/// Makes and returns a fresh empty folder beside `dir` (same parent, so that renaming it to
+/// `dir` moves no data): `.<name>.partial-<process id>-<n>`, the first `n` not taken.
+///
+/// # Errors
+///
+/// [`Error::Input`] (`Phy folder`) when `dir` has no file name or the parent (created if
+/// missing) cannot be written.
+pub fn staging_folder(dir: &Path) -> Result<std::path::PathBuf> {
+    let fail = |reason: String| Error::Input {
+        what: "Phy folder",
+        reason: format!("{}: {reason}", dir.display()),
+    };
+    let name = dir
+        .file_name()
+        .ok_or_else(|| fail("has no folder name".to_string()))?
+        .to_string_lossy()
+        .into_owned();
+    let parent = match dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&parent).map_err(|e| {
+        fail(format!(
+            "cannot create the parent folder {} ({e})",
+            parent.display()
+        ))
+    })?;
+    for n in 0..1000 {
+        let staging = parent.join(format!(".{name}.partial-{}-{n}", std::process::id()));
+        match std::fs::create_dir(&staging) {
+            Ok(()) => return Ok(staging),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => {
+                return Err(fail(format!(
+                    "cannot create a folder in {} ({e}); choose a folder you can write",
+                    parent.display()
+                )));
+            }
+        }
+    }
+    Err(fail(
+        "1000 staging folders beside it already exist".to_string(),
+    ))
+}
+
+/// Moves the complete folder `staging` (from [`staging_folder`]) to `dir`: renamed whole when
+/// `dir` does not exist; otherwise the Phy files of `dir` that `staging` does not hold
+/// (`*.npy`, `cluster_*.tsv`, `params.py`, `dspk_*`, `summary.png`) are removed, every file
+/// of `staging` is renamed into `dir` (replacing its namesake), and `staging` is removed.
+/// Other files in `dir` (a raw recording beside the Phy files) are left alone.
+///
+/// # Errors
+///
+/// [`Error::Input`] (`Phy folder`) naming the file that could not be moved or removed.
+pub fn move_into_place(staging: &Path, dir: &Path) -> Result<()> {
+    let fail = |path: &Path, what: &str, e: std::io::Error| Error::Input {
+        what: "Phy folder",
+        reason: format!("cannot {what} {}: {e}", path.display()),
+    };
+    if !dir.exists() {
+        return std::fs::rename(staging, dir).map_err(|e| fail(dir, "create", e));
+    }
+    let names = |folder: &Path| -> Result<Vec<std::ffi::OsString>> {
+        std::fs::read_dir(folder)
+            .map_err(|e| fail(folder, "list", e))?
+            .map(|entry| {
+                entry
+                    .map(|e| e.file_name())
+                    .map_err(|e| fail(folder, "list", e))
+            })
+            .collect()
+    };
+    let written = names(staging)?;
+    for name in names(dir)? {
+        let text = name.to_string_lossy();
+        let ours = text.ends_with(".npy")
+            || (text.starts_with("cluster_") && text.ends_with(".tsv"))
+            || text == "params.py"
+            || text.starts_with("dspk_")
+            || text == "summary.png";
+        let path = dir.join(&name);
+        if ours && !written.contains(&name) && path.is_file() {
+            std::fs::remove_file(&path).map_err(|e| fail(&path, "remove", e))?;
+        }
+    }
+    for name in &written {
+        let (from, to) = (staging.join(name), dir.join(name));
+        std::fs::rename(&from, &to).map_err(|e| fail(&to, "write", e))?;
+    }
+    std::fs::remove_dir(staging).map_err(|e| fail(staging, "remove", e))
 }
 
 /// The part of the folder dspk-synapse's [`write_phy`] writes.
@@ -263,5 +390,64 @@ mod tests {
         for (v, want) in cases {
             assert_eq!(python_1f(v), want, "{v}");
         }
+    }
+}
+
+#[cfg(test)]
+mod staging_tests {
+    use super::{check_phy_destination, move_into_place, staging_folder};
+
+    /// A fresh scratch folder for `name`.
+    fn scratch(name: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("dspk-phy-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn phy_staging_moves_a_complete_folder_into_place_and_leaves_nothing_beside() {
+        let root = scratch("move");
+        let out = root.join("sorted");
+        check_phy_destination(&out, false).unwrap();
+        assert!(!out.exists(), "the check made the folder");
+        let staging = staging_folder(&out).unwrap();
+        std::fs::write(staging.join("spike_times.npy"), b"new").unwrap();
+        move_into_place(&staging, &out).unwrap();
+        assert_eq!(std::fs::read(out.join("spike_times.npy")).unwrap(), b"new");
+        // An existing folder: refused without overwrite; with it, the old Phy files this
+        // write lacks go, other files stay.
+        let e = check_phy_destination(&out, false).unwrap_err();
+        assert!(e.to_string().contains("already holds a Phy folder"), "{e}");
+        std::fs::write(out.join("cluster_Old.tsv"), b"old").unwrap();
+        std::fs::write(out.join("recording.dat"), b"raw").unwrap();
+        check_phy_destination(&out, true).unwrap();
+        let staging = staging_folder(&out).unwrap();
+        std::fs::write(staging.join("params.py"), b"p").unwrap();
+        move_into_place(&staging, &out).unwrap();
+        let mut names: Vec<String> = std::fs::read_dir(&out)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["params.py", "recording.dat"]);
+        let beside: Vec<_> = std::fs::read_dir(&root).unwrap().collect();
+        assert_eq!(
+            beside.len(),
+            1,
+            "only the Phy folder is left in {}",
+            root.display()
+        );
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn phy_destination_that_is_a_file_is_refused() {
+        let root = scratch("file");
+        let file = root.join("taken");
+        std::fs::write(&file, b"").unwrap();
+        let e = check_phy_destination(&file, true).unwrap_err();
+        assert!(e.to_string().contains("not a folder"), "{e}");
+        std::fs::remove_dir_all(&root).unwrap();
     }
 }
