@@ -39,23 +39,23 @@ pub(crate) fn sort(args: &SortArgs, settings: KilosortSettings) -> Result<(), Bo
         .clone()
         .unwrap_or_else(|| default_out_dir(&args.recording));
     refuse_existing_sort(&out, args.overwrite)?;
-    // Checked now, so that a folder that cannot be written fails before the sort, not after;
-    // nothing is left there (the folder is written beside it and renamed at the end).
-    check_phy_destination(&out, args.overwrite)?;
-    Kilosort4::new(settings.clone()).check(&info, &channels)?;
-    let dat = opened.phy_dat(&args.recording);
-
     print!(
         "{}",
         describe(&args.recording, &opened.format, opened.source.as_ref())
     );
     println!("probe:     {probe_from}");
+    // Checked now, so that a folder that cannot be written, a device that is not there or
+    // settings the recording cannot meet fail before the sort, not after; nothing is left in
+    // the folder (it is written beside it and renamed at the end).
+    check_phy_destination(&out, args.overwrite)?;
     let target = ComputeTarget::from_env()?;
     let device = match args.device {
         Some(index) => Some(index),
         None => ComputeTarget::device_index_from_env()?,
     };
     let client = target.client_at(device)?;
+    Kilosort4::new(settings.clone()).check(&info, &channels)?;
+    let dat = opened.phy_dat(&args.recording);
     let on = device.map_or_else(String::new, |index| format!(" device {index}"));
     println!(
         "runtime:   {target}{on} on {}",

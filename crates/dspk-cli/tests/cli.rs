@@ -409,7 +409,7 @@ fn sort_refuses_a_phy_folder_it_cannot_create_before_sorting() {
     ]);
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     assert!(
-        stderr(&output).contains("/proc/dspk-sort: cannot create the Phy folder"),
+        stderr(&output).contains("Phy folder: /proc/dspk-sort: cannot create a folder in /proc"),
         "{}",
         stderr(&output)
     );
