@@ -157,6 +157,10 @@ pub struct KilosortSettings {
     /// Ours: the smallest group the clustering splits (Kilosort 4.1.7 makes every group under
     /// 1 000 spikes one cluster; see `docs/decisions`); smaller groups are one cluster.
     pub min_cluster_group: usize,
+    /// Ours: whether the final clustering's merge tree keeps two branches apart when their
+    /// spike trains are cross-refractory (Kilosort 4.0.18's rule, which 4.1.7 never reaches;
+    /// see `docs/decisions`); `false` is Kilosort 4.1.7's behaviour.
+    pub tree_cross_refractory: bool,
 }
 
 impl Default for KilosortSettings {
@@ -214,6 +218,7 @@ impl Default for KilosortSettings {
             position_limit: 100.0,
             x_centers: None,
             min_cluster_group: 60,
+            tree_cross_refractory: true,
         }
     }
 }

@@ -83,7 +83,7 @@ pub fn run(ctx: &mut SortContext, input: Input) -> Result<Clusters> {
                 p: spikes.p(),
                 spike_item: &spikes.template,
                 features: &spikes.features,
-                times: Some(&times),
+                times: ctx.settings().tree_cross_refractory.then_some(&times[..]),
             };
             cluster(ctx, &input, dmin)
         }),
