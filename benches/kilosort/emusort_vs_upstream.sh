@@ -24,10 +24,9 @@ CASES_RUN=("${@:-emg16 emg16s emg32}")
 mkdir -p "$WORK"
 WORK=$(realpath "$WORK")
 
-SITE=$(mktemp -d)
-python3 -m pip install -q --no-index --no-deps --no-compile --ignore-requires-python \
-  --find-links "$BENCH/wheels-cp312" --target "$SITE" -r "$BENCH/requirements-offline-emusort.txt"
-export PYTHONPATH="$SITE"
+# shellcheck source=benches/kilosort/cases.sh
+source "$(dirname "$0")/cases.sh"
+bench_site "$BENCH" "$BENCH/requirements-offline-emusort.txt"
 
 declare -A CASES=(
   [emg16]="--channels 16 --units 8 --duration 60 --seed 1"
@@ -38,24 +37,9 @@ declare -A CASES=(
 # shellcheck disable=SC2068
 for case in ${CASES_RUN[@]}; do
   dir="$WORK/$case"
-  if [ ! -f "$dir/recording.bin" ]; then
-    # shellcheck disable=SC2086
-    python3 "$BENCH/gen_emg_ground_truth.py" --out "$dir" ${CASES[$case]} > "$dir.gen.log" 2>&1
-  fi
-  # dspk's raw sidecar for recording.bin, from the bench's recording.json (no probe: the
-  # EMUsort preset sorts the channels on its line).
-  python3 - "$dir" <<'PY'
-import json, sys, pathlib
-d = pathlib.Path(sys.argv[1])
-m = json.loads((d / "recording.json").read_text())
-side = {
-    "format": "dspk-raw", "version": 1, "data_file": "recording.bin", "dtype": "<i2",
-    "order": "interleaved", "header_bytes": 0, "sample_rate": str(m["sample_rate_hz"]),
-    "channels": [{"name": str(c), "gain": m["gain_uv_per_count"], "offset": m["offset_uv"],
-                  "unit": "uV"} for c in range(m["n_channels"])],
-}
-(d / "recording.bin.json").write_text(json.dumps(side))
-PY
+  # No probe: the EMUsort preset sorts the channels on its line.
+  # shellcheck disable=SC2086
+  ensure_recording "$BENCH/gen_emg_ground_truth.py" "$dir" ${CASES[$case]}
 
   echo "=== $case: upstream EMUsort"
   python3 "$BENCH/run_emusort.py" --gt "$dir" --device cuda > "$dir.emusort.log" 2>&1 || true
@@ -71,11 +55,8 @@ PY
     out="$dir/dspk_cuda_$run"
     rm -rf "$out"
     echo "=== $case: dspk EMUsort preset on cuda, kernel caches $run"
-    start=$(date +%s.%N)
     DSPK_RUNTIME=cuda DSPK_KERNEL_CACHE="$caches/dspk" CUDA_CACHE_PATH="$caches/cuda" \
-      "$SORT" sort "$dir/recording.bin" --preset emusort --out "$out" 2>&1 | grep -v "^\s*$" | tail -25
-    end=$(date +%s.%N)
-    echo "DSPK_WALL $case cuda $run $(python3 -c "print(f'{$end - $start:.2f}')") s"
+      timed "$case cuda $run" "$SORT" sort "$dir/recording.bin" --preset emusort --out "$out"
   done
   # Both runs sort alike (the caches hold compiled kernels only); the warm one is scored.
   cmp -s "$dir/dspk_cuda_cold/spike_times.npy" "$out/spike_times.npy" \

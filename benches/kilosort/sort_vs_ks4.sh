@@ -21,9 +21,9 @@ RUNTIMES=("${@:-cuda}")
 mkdir -p "$WORK"
 WORK=$(realpath "$WORK")
 
-SITE=$(mktemp -d)
-python3 -m pip install -q --no-index --no-deps --target "$SITE" "$BENCH"/wheels-cp312/*.whl
-export PYTHONPATH="$SITE"
+# shellcheck source=benches/kilosort/cases.sh
+source "$(dirname "$0")/cases.sh"
+bench_site "$BENCH"
 
 # gen_ground_truth.py arguments of each case.
 declare -A CASES=(
@@ -33,23 +33,8 @@ declare -A CASES=(
 
 for case in gt64 gt384; do
   dir="$WORK/$case"
-  if [ ! -f "$dir/recording.bin" ]; then
-    # shellcheck disable=SC2086
-    python3 "$BENCH/gen_ground_truth.py" --out "$dir" ${CASES[$case]} > "$dir.gen.log" 2>&1
-  fi
-  # dspk's raw sidecar for recording.bin, from the bench's recording.json.
-  python3 - "$dir" <<'EOF'
-import json, sys, pathlib
-d = pathlib.Path(sys.argv[1])
-m = json.loads((d / "recording.json").read_text())
-side = {
-    "format": "dspk-raw", "version": 1, "data_file": "recording.bin", "dtype": "<i2",
-    "order": "interleaved", "header_bytes": 0, "sample_rate": str(m["sample_rate_hz"]),
-    "channels": [{"name": str(c), "gain": m["gain_uv_per_count"], "offset": m["offset_uv"],
-                  "unit": "uV"} for c in range(m["n_channels"])],
-}
-(d / "recording.bin.json").write_text(json.dumps(side))
-EOF
+  # shellcheck disable=SC2086
+  ensure_recording "$BENCH/gen_ground_truth.py" "$dir" ${CASES[$case]}
 
   echo "=== $case: upstream Kilosort4"
   python3 "$BENCH/run_ks4.py" --gt "$dir" --out "$dir/ks4_out" --device cuda 2>&1 \
@@ -59,11 +44,8 @@ EOF
     out="$dir/dspk_$runtime"
     rm -rf "$out"
     echo "=== $case: dspk on $runtime"
-    start=$(date +%s.%N)
-    DSPK_RUNTIME=$runtime "$SORT" sort "$dir/recording.bin" --probe "$dir/chanMap.json" --out "$out" \
-      2>&1 | grep -v "^\s*$" | tail -25
-    end=$(date +%s.%N)
-    echo "DSPK_WALL $case $runtime $(python3 -c "print(f'{$end - $start:.2f}')") s"
+    DSPK_RUNTIME=$runtime timed "$case $runtime" \
+      "$SORT" sort "$dir/recording.bin" --probe "$dir/chanMap.json" --out "$out"
     python3 "$BENCH/score.py" "$out" --gt "$dir" --name "dspk-$runtime-$case" 2>&1 | tail -3
   done
 done
