@@ -159,7 +159,7 @@ impl Kilosort4 {
             return Err(Error::Input {
                 what: "probe",
                 reason: format!(
-                    "channel {c} is not in a recording of {} channels",
+                    "it names recording channel {c}, but the recording has {} channels",
                     info.num_channels()
                 ),
             });

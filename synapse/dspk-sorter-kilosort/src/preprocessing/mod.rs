@@ -14,7 +14,7 @@ mod whitening;
 use std::sync::Arc;
 use std::time::Instant;
 
-use dspk_core::{ComputeTarget, RecordingInfo, RecordingSource};
+use dspk_core::{ComputeTarget, RecordingSource};
 
 pub use chain::{Preprocessing, channel_offsets};
 pub use fit::{FitKey, PreprocessingFit};
@@ -22,7 +22,7 @@ pub(crate) use whitening::selected_ranges;
 pub use whitening::{WHITENING_EPS, Whitener, fit_whitening, whitening_batches};
 
 use crate::runner::{CorrectedWindows, DeviceWindows, PassReport, SortContext, resident_budget};
-use crate::{Error, KilosortSettings, Result, SortProbe};
+use crate::{Error, KilosortSettings, Result};
 
 /// Where the preprocessing stage reads from and what it may reuse, beyond the settings.
 #[derive(Debug, Clone, Copy)]
@@ -43,19 +43,18 @@ pub struct Reading<'a> {
 ///
 /// # Errors
 ///
-/// [`Error::Setting`] for settings out of range or inconsistent with the windows;
-/// [`Error::Input`] for a recording shorter than a template, a probe naming channels the
-/// recording lacks, NaN or infinite samples, a fit that does not belong to this run; read and
-/// device errors.
+/// [`Error::Setting`] for windows that are not batches with drift correction on;
+/// [`Error::Input`] for NaN or infinite samples, a fit that does not belong to this run; read
+/// and device errors. The settings, the recording's length and the probe's channels are
+/// checked before this stage ([`Kilosort4::check`](crate::Kilosort4::check)).
 pub fn run(
     ctx: &mut SortContext,
     source: Arc<dyn RecordingSource>,
     reading: Reading,
 ) -> Result<(Arc<PreprocessingFit>, CorrectedWindows)> {
     let (probe, settings) = (ctx.probe(), ctx.settings());
-    settings.validate()?;
     let info = source.info().clone();
-    check_input(&info, probe, settings, reading.window)?;
+    check_window(settings, reading.window)?;
     let batch = settings.batch_size;
     let sample_rate = ctx.sample_rate();
     let key = FitKey::new(info.num_samples, sample_rate, probe, settings);
@@ -140,36 +139,13 @@ pub fn run(
     Ok((fit, windows))
 }
 
-/// The recording, probe and settings agree, and the recording is long enough to sort.
-fn check_input(
-    info: &RecordingInfo,
-    probe: &SortProbe,
-    settings: &KilosortSettings,
-    window: u64,
-) -> Result<()> {
+/// Drift correction shifts whole batches: with it on, a window must be one batch.
+fn check_window(settings: &KilosortSettings, window: u64) -> Result<()> {
     if settings.nblocks > 0 && window != settings.batch_size {
         return Err(Error::Setting {
             name: "nblocks",
             reason: format!(
                 "drift correction shifts whole batches: windows of {window} samples need batch_size = {window} or nblocks = 0"
-            ),
-        });
-    }
-    if let Some(&c) = probe.channels().iter().find(|&&c| c >= info.num_channels()) {
-        return Err(Error::Input {
-            what: "probe",
-            reason: format!(
-                "it names recording channel {c}, but the recording has {} channels",
-                info.num_channels()
-            ),
-        });
-    }
-    if info.num_samples < settings.nt as u64 {
-        return Err(Error::Input {
-            what: "recording",
-            reason: format!(
-                "{} samples is shorter than one template ({} samples)",
-                info.num_samples, settings.nt
             ),
         });
     }
