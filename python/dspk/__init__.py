@@ -10,7 +10,7 @@ same recordings and probes, and the same Phy folder::
     result.spike_times, result.spike_clusters, result.amplitudes, result.templates
 
 A SpikeInterface recording is sorted as it is (``dspk.sort(si_recording)``): dspk reads its
-chunks with ``get_traces(return_scaled=False)``, so int16 recordings reach the device as int16.
+chunks with ``get_traces`` unscaled (``return_in_uV=False``), so int16 recordings reach the device as int16.
 ``import dspk.spikeinterface`` registers the sorters ``dspk_kilosort4`` and ``dspk_emusort``
 with SpikeInterface (``si.run_sorter("dspk_kilosort4", recording, folder=...)``).
 
@@ -191,7 +191,10 @@ def _shank_numbers(recording: Any) -> np.ndarray:
         return np.zeros(n, dtype=np.uint32)
     shanks, first = [], 0
     for probe in probes:
-        ids = [str(s) for s in getattr(probe, "shank_ids", [""] * probe.get_contact_count())]
+        shank_ids = getattr(probe, "shank_ids", None)
+        if shank_ids is None:
+            shank_ids = [""] * probe.get_contact_count()
+        ids = [str(s) for s in shank_ids]
         if all(s.isdigit() for s in ids):
             numbers = [int(s) for s in ids]
         else:
@@ -206,7 +209,7 @@ def _shank_numbers(recording: Any) -> np.ndarray:
 
 def _from_spikeinterface(recording: Any) -> Recording:
     """A SpikeInterface recording (its segment 0) as a ``dspk.Recording`` read through
-    ``get_traces(return_scaled=False)``: stored values with their gains and offsets, channel
+    ``get_traces`` (unscaled, SpikeInterface's default): stored values with their gains and offsets, channel
     locations from ``get_channel_locations()``, shanks from the probe's ``shank_ids``."""
     segments = recording.get_num_segments()
     if segments != 1:

@@ -3,6 +3,7 @@
 //! `get_traces`, say) as its `__cause__`.
 
 use std::error::Error;
+use std::sync::Arc;
 
 use pyo3::prelude::*;
 
@@ -30,7 +31,14 @@ pub(crate) fn dspk_error(error: &(dyn Error + 'static)) -> PyErr {
     let raised = DspkError::new_err(message(error));
     let mut cause = Some(error);
     while let Some(inner) = cause {
-        if let Some(python) = inner.downcast_ref::<PyErr>() {
+        // A source's cause is kept in an `Arc` (`dspk::Error::Source`), whose `Error` impl
+        // stands for the error inside.
+        let shared = inner.downcast_ref::<Arc<dyn Error + Send + Sync>>();
+        let python = match shared {
+            Some(shared) => (&**shared as &(dyn Error + 'static)).downcast_ref::<PyErr>(),
+            None => inner.downcast_ref::<PyErr>(),
+        };
+        if let Some(python) = python {
             Python::attach(|py| raised.set_cause(py, Some(python.clone_ref(py))));
             break;
         }

@@ -11,8 +11,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 /// A recording read through its Python object's `get_traces(segment_index=0, start_frame,
-/// end_frame, return_scaled=False)`, which returns `(samples, channels)` arrays of the stored
-/// type; `value = stored * gain + offset` per channel (SpikeInterface's
+/// end_frame)`, which returns `(samples, channels)` arrays of the stored type (SpikeInterface's
+/// default, `return_in_uV=False`, formerly `return_scaled=False`); `value = stored * gain + offset` per channel (SpikeInterface's
 /// `get_channel_gains()` and `get_channel_offsets()`).
 pub(crate) struct PyTracesSource {
     /// The Python recording.
@@ -42,7 +42,6 @@ impl PyTracesSource {
             kwargs.set_item("segment_index", 0)?;
             kwargs.set_item("start_frame", samples.start)?;
             kwargs.set_item("end_frame", samples.end)?;
-            kwargs.set_item("return_scaled", false)?;
             let traces = self
                 .object
                 .bind(py)
