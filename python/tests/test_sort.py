@@ -59,7 +59,10 @@ def test_run_sorter_scores_against_the_truth(python_sort, ground_truth, tmp_path
     import dspk.spikeinterface  # noqa: F401  (registers the sorters)
 
     recording, truth = ground_truth
-    sorting = si.run_sorter("dspk_kilosort4", recording, folder=tmp_path / "si_sort")
+    # The generator's recording is not serialisable; saved, it is a binary folder (the same
+    # samples), read by dspk through get_traces like any other.
+    saved = recording.save(folder=tmp_path / "recording", progress_bar=False)
+    sorting = si.run_sorter("dspk_kilosort4", saved, folder=tmp_path / "si_sort")
     # The same sort as dspk.sort's.
     result, _ = python_sort
     assert len(sorting.unit_ids) == result.num_units
@@ -68,6 +71,11 @@ def test_run_sorter_scores_against_the_truth(python_sort, ground_truth, tmp_path
     comparison = si.compare_sorter_to_ground_truth(truth, sorting)
     accuracy = comparison.get_performance()["accuracy"].astype(float).to_numpy()
     well = comparison.count_well_detected_units(0.8)
-    print(f"units {len(sorting.unit_ids)}, well detected {well}, accuracy {np.round(accuracy, 3)}")
-    # Measured (lavapipe, debug build): MEASURED.
-    assert well >= 0
+    units = len(sorting.unit_ids)
+    print(f"units {units}, well detected {well}, mean accuracy {accuracy.mean():.3f}, "
+          f"accuracy {np.round(accuracy, 3)}")
+    # Measured on lavapipe, debug build (2026-12-03): 10 units for the 10 true ones, 8 of them
+    # at accuracy >= 0.8, mean accuracy 0.845 (per unit 0.968 0.994 1 0.981 0.974 0 1 0.529 1 1).
+    assert 9 <= units <= 11
+    assert well >= 7
+    assert accuracy.mean() >= 0.815
