@@ -1,6 +1,6 @@
 //! The extension module of the `dspk` Python package (`dspk._dspk`): recordings opened by
-//! path or read from a Python recording object ([`recording`]), sorted by Kilosort4 on the
-//! device with the GIL released ([`sort`]), errors as Python exceptions ([`errors`]). The
+//! path or read from a Python recording object (`recording`), sorted by Kilosort4 on the
+//! device with the GIL released (`sort`), errors as Python exceptions (`errors`). The
 //! package's Python part (`python/dspk/`) builds its API on these.
 //!
 //! Everything the `dspk` command also does (opening recordings and probes, settings, the
