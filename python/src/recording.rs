@@ -87,13 +87,13 @@ impl Recording {
                 }
                 let channels = SortProbe::new(
                     (0..num_channels).collect(),
-                    positions.iter().map(|p| [p[0] as f32, p[1] as f32]).collect(),
+                    positions
+                        .iter()
+                        .map(|p| [p[0] as f32, p[1] as f32])
+                        .collect(),
                     shanks.clone(),
                 )?;
-                Ok((
-                    channels,
-                    "the recording's channel locations".to_string(),
-                ))
+                Ok((channels, "the recording's channel locations".to_string()))
             }
         }
     }
@@ -162,7 +162,11 @@ impl Recording {
     /// Each channel's name or id.
     #[getter]
     fn channel_ids(&self) -> Vec<String> {
-        self.info().channels.iter().map(|c| c.name.clone()).collect()
+        self.info()
+            .channels
+            .iter()
+            .map(|c| c.name.clone())
+            .collect()
     }
 
     /// Each channel's gain: `scaled = stored * gain + offset`.
@@ -190,8 +194,8 @@ impl Recording {
         let positions = match &self.origin {
             Origin::Python { positions, .. } => positions.clone(),
             Origin::Path { path, opened } => {
-                let probe = recording_probe(path, &opened.format)
-                    .map_err(|e| dspk_error(e.as_ref()))?;
+                let probe =
+                    recording_probe(path, &opened.format).map_err(|e| dspk_error(e.as_ref()))?;
                 match probe {
                     Some(probe) => probe
                         .channel_positions(self.info().num_channels())
@@ -201,7 +205,9 @@ impl Recording {
             }
         };
         let flat: Vec<f64> = positions.iter().flatten().copied().collect();
-        Ok(Some(PyArray1::from_vec(py, flat).reshape([positions.len(), 2])?))
+        Ok(Some(
+            PyArray1::from_vec(py, flat).reshape([positions.len(), 2])?,
+        ))
     }
 
     /// Samples `start_frame..end_frame` (`end_frame=None`: to the end) of every channel as a
@@ -310,7 +316,11 @@ fn transposed<'py, T: numpy::Element>(
 /// format's reader reports.
 #[pyfunction]
 #[pyo3(signature = (path, plain=Vec::new()))]
-pub(crate) fn open(py: Python<'_>, path: PathBuf, plain: Vec<(String, String)>) -> PyResult<Recording> {
+pub(crate) fn open(
+    py: Python<'_>,
+    path: PathBuf,
+    plain: Vec<(String, String)>,
+) -> PyResult<Recording> {
     let mut args = PlainArgs::default();
     for (key, value) in &plain {
         if !args
@@ -378,9 +388,9 @@ pub(crate) fn python_recording(
             locations.dim()
         )));
     }
-    let rate: SampleRate = format!("{sampling_frequency}")
-        .parse()
-        .map_err(|e| PyValueError::new_err(format!("sampling frequency {sampling_frequency}: {e}")))?;
+    let rate: SampleRate = format!("{sampling_frequency}").parse().map_err(|e| {
+        PyValueError::new_err(format!("sampling frequency {sampling_frequency}: {e}"))
+    })?;
     let channels = (channel_ids.into_iter().zip(gains.iter().zip(&offsets)))
         .map(|(id, (&gain, &offset))| ChannelInfo::new(id, gain, offset, "uV"))
         .collect();

@@ -109,9 +109,11 @@ pub(crate) fn sort<'py>(
         };
         let sorted = sort_with_progress(&client, settings, source, &channels, &mut tell)?;
         if let Some(out) = &out {
-            sorted
-                .output
-                .write_phy(out, phy_params(&info, recording.phy_dat().as_ref()), overwrite)?;
+            sorted.output.write_phy(
+                out,
+                phy_params(&info, recording.phy_dat().as_ref()),
+                overwrite,
+            )?;
         }
         Ok::<_, Box<dyn std::error::Error + Send + Sync>>(sorted)
     });
@@ -125,12 +127,19 @@ pub(crate) fn sort<'py>(
     // The arrays take the sort's vectors over (no copy).
     let sorting = &mut output.sorting;
     let result = PyDict::new(py);
-    result.set_item("spike_times", PyArray1::from_vec(py, std::mem::take(&mut sorting.spike_times)))?;
+    result.set_item(
+        "spike_times",
+        PyArray1::from_vec(py, std::mem::take(&mut sorting.spike_times)),
+    )?;
     let clusters = std::mem::take(&mut sorting.spike_clusters);
     result.set_item("spike_clusters", PyArray1::from_vec(py, clusters))?;
-    result.set_item("amplitudes", PyArray1::from_vec(py, std::mem::take(&mut sorting.amplitudes)))?;
+    result.set_item(
+        "amplitudes",
+        PyArray1::from_vec(py, std::mem::take(&mut sorting.amplitudes)),
+    )?;
     let shape = [sorting.num_units(), sorting.nt, sorting.channels];
-    let templates = PyArray1::from_vec(py, std::mem::take(&mut sorting.templates)).reshape(shape)?;
+    let templates =
+        PyArray1::from_vec(py, std::mem::take(&mut sorting.templates)).reshape(shape)?;
     result.set_item("templates", templates)?;
     let labels: Vec<&str> = sorting.labels.iter().map(|l| l.as_str()).collect();
     result.set_item("labels", labels)?;

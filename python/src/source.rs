@@ -60,9 +60,8 @@ impl PyTracesSource {
             };
             macro_rules! columns {
                 ($t:ty, $variant:ident) => {{
-                    let array: PyReadonlyArray2<'_, $t> = traces.extract().map_err(|_| {
-                        bad(describe_array(&traces))
-                    })?;
+                    let array: PyReadonlyArray2<'_, $t> =
+                        traces.extract().map_err(|_| bad(describe_array(&traces)))?;
                     let view = array.as_array();
                     if view.dim() != expected {
                         return Err(bad(format!("shape {:?}", view.dim())));

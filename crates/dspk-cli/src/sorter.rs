@@ -94,7 +94,11 @@ pub fn sort_device(
 /// written ([`SortOutput::write_phy`]).
 #[must_use]
 pub fn phy_params(info: &RecordingInfo, dat: Option<&PhyDat>) -> PhyParams {
-    let mut params = PhyParams::new(PathBuf::new(), info.num_channels(), info.sample_rate.as_hz());
+    let mut params = PhyParams::new(
+        PathBuf::new(),
+        info.num_channels(),
+        info.sample_rate.as_hz(),
+    );
     params.dat_path = Vec::new();
     params.dtype = Dtype::from_format(info.stored_format);
     if let Some(dat) = dat {
