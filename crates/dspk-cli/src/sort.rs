@@ -1,18 +1,15 @@
 //! `dspk sort`: a recording sorted by Kilosort4 on the device into a Phy folder.
 
 use std::error::Error;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use dspk::ComputeTarget;
-use dspk::io::Dtype;
 use dspk::kilosort::export::phy::check_phy_destination;
 use dspk::kilosort::{Kilosort4, KilosortSettings};
-use dspk::synapse::phy::PhyParams;
 
 use crate::args::{SortArgs, default_out_dir};
 use dspk_cli::describe::describe;
 use dspk_cli::recording::{open_with, require_samples, sort_channels};
-use dspk_cli::sorter::sort_with_bars;
+use dspk_cli::sorter::{phy_params, sort_device, sort_with_bars};
 
 /// Sorts `args.recording` with `settings` and writes the Phy folder; prints the recording, the
 /// device, a progress bar per stage, each stage's time and memory, and what was found.
@@ -48,12 +45,7 @@ pub(crate) fn sort(args: &SortArgs, settings: KilosortSettings) -> Result<(), Bo
     // settings the recording cannot meet fail before the sort, not after; nothing is left in
     // the folder (it is written beside it and renamed at the end).
     check_phy_destination(&out, args.overwrite)?;
-    let target = ComputeTarget::from_env()?;
-    let device = match args.device {
-        Some(index) => Some(index),
-        None => ComputeTarget::device_index_from_env()?,
-    };
-    let client = target.client_at(device)?;
+    let (target, device, client) = sort_device(args.device)?;
     Kilosort4::new(settings.clone()).check(&info, &channels)?;
     let dat = opened.phy_dat(&args.recording);
     let on = device.map_or_else(String::new, |index| format!(" device {index}"));
@@ -79,16 +71,8 @@ pub(crate) fn sort(args: &SortArgs, settings: KilosortSettings) -> Result<(), Bo
 
     let sorted = sort_with_bars(&client, settings, opened.source.clone(), &channels)?;
     print!("{}", sorted.report(info.duration().as_secs_f64()));
-    let result = &sorted.output;
-    let rate = result.sorting.sample_rate;
-    let mut params = PhyParams::new(PathBuf::new(), info.num_channels(), rate);
-    params.dat_path = Vec::new();
-    params.dtype = Dtype::from_format(info.stored_format);
-    if let Some(dat) = &dat {
-        params.dat_path = vec![dat.path.clone()];
-        params.n_channels_dat = dat.columns;
-    }
-    result.write_phy(&out, params, args.overwrite)?;
+    let params = phy_params(&info, dat.as_ref());
+    sorted.output.write_phy(&out, params, args.overwrite)?;
     println!("phy:       {}", out.display());
     match &dat {
         Some(dat) => println!(

@@ -81,13 +81,13 @@ pub struct PhyOutput<'a> {
 ///
 /// # Errors
 ///
-/// [`Error::Input`](crate::Error::Input) naming the field when the sorting's or the output's
+/// [`Error::Input`] naming the field when the sorting's or the output's
 /// parts disagree in length (one entry per kept spike, per unit, per channel), a spike time is
 /// outside the recording or decreases, a spike's unit or a feature channel is out of range,
 /// the sample rates differ, a channel is not a column of the raw file, or `Wrot + 1e-5 I`
-/// cannot be inverted; [`Error::Synapse`](crate::Error::Synapse) from [`write_phy`] (an
+/// cannot be inverted; [`Error::Synapse`] from [`write_phy`] (an
 /// existing folder without `overwrite`, a file that cannot be written);
-/// [`Error::Io`](crate::Error::Io) naming a file this module cannot write.
+/// [`Error::Io`] naming a file this module cannot write.
 pub fn write_phy_folder(dir: &Path, output: &PhyOutput, overwrite: bool) -> Result<()> {
     check::check(output)?;
     let folder = phy_folder(output)?;
