@@ -157,6 +157,13 @@ pub struct KilosortSettings {
     /// Ours: the smallest group the clustering splits (Kilosort 4.1.7 makes every group under
     /// 1 000 spikes one cluster; see `docs/decisions`); smaller groups are one cluster.
     pub min_cluster_group: usize,
+    /// Ours: the fewest landmarks a group's clustering graph gets (Kilosort takes every
+    /// `cluster_downsampling`-th spike, whatever the group's size): a group whose stride leaves
+    /// fewer takes a shorter stride (every spike at most). `0`: Kilosort's stride always.
+    pub min_cluster_landmarks: usize,
+    /// Ours: a merge-tree node whose two branches hold fewer spikes than this many per
+    /// feature merges without the bimodality test (0: Kilosort's test at every size).
+    pub min_split_points_per_feature: f64,
 }
 
 impl Default for KilosortSettings {
@@ -214,6 +221,8 @@ impl Default for KilosortSettings {
             position_limit: 100.0,
             x_centers: None,
             min_cluster_group: 60,
+            min_cluster_landmarks: 0,
+            min_split_points_per_feature: 0.0,
         }
     }
 }
@@ -378,6 +387,17 @@ impl KilosortSettings {
             if !(value.is_finite() && value > 0.0) {
                 return bad(name, format!("must be positive and finite, got {value}"));
             }
+        }
+        if !(self.min_split_points_per_feature.is_finite()
+            && self.min_split_points_per_feature >= 0.0)
+        {
+            return bad(
+                "min_split_points_per_feature",
+                format!(
+                    "must be finite and not negative, got {}",
+                    self.min_split_points_per_feature
+                ),
+            );
         }
         if !(self.duplicate_spike_ms.is_finite() && self.duplicate_spike_ms >= 0.0) {
             return bad(

@@ -51,6 +51,8 @@ impl KilosortSettings {
             neighbors: self.cluster_neighbors,
             downsampling: self.cluster_downsampling,
             max_landmarks: self.max_cluster_subset,
+            min_landmarks: self.min_cluster_landmarks,
+            split_points_per_feature: self.min_split_points_per_feature,
             seed: self.cluster_init_seed,
             ..GraphSettings::default()
         }
@@ -66,6 +68,12 @@ pub(crate) struct GraphSettings {
     pub downsampling: usize,
     /// `max_cluster_subset`: at most this many landmarks (25 000).
     pub max_landmarks: usize,
+    /// Ours: a group whose stride leaves fewer landmarks than this takes a shorter one
+    /// (0: never).
+    pub min_landmarks: usize,
+    /// Ours: a tree node whose children hold fewer points than this times the features merges
+    /// without the bimodality test (0: never).
+    pub split_points_per_feature: f64,
     /// `cluster_init_seed`: seed of the initialisation's draws (5).
     pub seed: u64,
     /// Steps of the k-means++ initialisation, and label columns of the iterations (200).
@@ -86,6 +94,8 @@ impl Default for GraphSettings {
             neighbors: 10,
             downsampling: 20,
             max_landmarks: 25_000,
+            min_landmarks: 0,
+            split_points_per_feature: 0.0,
             seed: 5,
             initial_clusters: 200,
             candidates: 100,
@@ -156,7 +166,8 @@ pub(crate) fn cluster_group(
     let candidates = settings.candidates.min(n);
     let init = init::seed_clusters(x, n, d, steps, candidates, settings.seed, init::POOL);
 
-    let landmarks = graph::landmarks(n, settings.downsampling, settings.max_landmarks);
+    let stride = graph::stride(n, settings.downsampling, settings.min_landmarks);
+    let landmarks = graph::landmarks(n, stride, settings.max_landmarks);
     let k = settings.neighbors.min(landmarks.len());
     let nbr = graph::nearest_landmarks(x, d, &landmarks, k);
     let graph = graph::Graph::new(nbr, n, k, &landmarks);
