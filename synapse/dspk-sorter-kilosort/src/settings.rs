@@ -157,13 +157,21 @@ pub struct KilosortSettings {
     /// Ours: the smallest group the clustering splits (Kilosort 4.1.7 makes every group under
     /// 1 000 spikes one cluster; see `docs/decisions`); smaller groups are one cluster.
     pub min_cluster_group: usize,
-    /// Ours: the fewest landmarks a group's clustering graph gets (Kilosort takes every
-    /// `cluster_downsampling`-th spike, whatever the group's size): a group whose stride leaves
-    /// fewer takes a shorter stride (every spike at most). `0`: Kilosort's stride always.
-    pub min_cluster_landmarks: usize,
-    /// Ours: a merge-tree node whose two branches hold fewer spikes than this many per
-    /// feature merges without the bimodality test (0: Kilosort's test at every size).
-    pub min_split_points_per_feature: f64,
+    /// Ours: the fewest landmarks a clustering group's graph gets. Kilosort takes every
+    /// `cluster_downsampling`-th spike whatever the group's size, so a unit needs about
+    /// `cluster_neighbors x cluster_downsampling` = 200 spikes in its group to hold the 10
+    /// landmarks its spikes link to, and the units of a short recording merge. A group whose
+    /// stride leaves fewer landmarks takes a shorter stride (every spike at most). `None`
+    /// (default): 100 on a small probe (its channels in at most 4 clustering groups, where
+    /// every group holds several units), Kilosort's stride (0) on larger ones, whose groups
+    /// hold about one unit each and are over-split by a finer graph (measured: `docs/ACCURACY.md`).
+    pub min_cluster_landmarks: Option<usize>,
+    /// Ours: a merge-tree node whose two branches hold fewer spikes than this many per feature
+    /// merges without the bimodality test (a least-squares discriminant separates almost any
+    /// labelling of fewer than about twice as many points as features, so the test says
+    /// "bimodal" for anything so small). `None` (default): 4 where the landmark floor is on,
+    /// 0 (Kilosort's test at every size) elsewhere.
+    pub min_split_points_per_feature: Option<f64>,
 }
 
 impl Default for KilosortSettings {
@@ -221,8 +229,8 @@ impl Default for KilosortSettings {
             position_limit: 100.0,
             x_centers: None,
             min_cluster_group: 60,
-            min_cluster_landmarks: 0,
-            min_split_points_per_feature: 0.0,
+            min_cluster_landmarks: None,
+            min_split_points_per_feature: None,
         }
     }
 }
@@ -265,6 +273,10 @@ impl KilosortSettings {
             notch_q: 30.0,
             line_probe_pitch: Some(2.0),
             peak_spike_times: true,
+            // EMUsort's own clustering (Kilosort 4.0.18's stride and bimodality test): the
+            // small-probe floor and guard are measured on extracellular probes only.
+            min_cluster_landmarks: Some(0),
+            min_split_points_per_feature: Some(0.0),
             ..Self::default()
         }
     }
@@ -388,15 +400,12 @@ impl KilosortSettings {
                 return bad(name, format!("must be positive and finite, got {value}"));
             }
         }
-        if !(self.min_split_points_per_feature.is_finite()
-            && self.min_split_points_per_feature >= 0.0)
+        if let Some(v) = self.min_split_points_per_feature
+            && !(v.is_finite() && v >= 0.0)
         {
             return bad(
                 "min_split_points_per_feature",
-                format!(
-                    "must be finite and not negative, got {}",
-                    self.min_split_points_per_feature
-                ),
+                format!("must be finite and not negative, got {v}"),
             );
         }
         if !(self.duplicate_spike_ms.is_finite() && self.duplicate_spike_ms >= 0.0) {

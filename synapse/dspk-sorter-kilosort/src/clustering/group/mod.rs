@@ -41,19 +41,42 @@ mod tests;
 
 use crate::{Error, KilosortSettings, Result};
 
+/// Probes whose channels fall in at most this many clustering groups are small: their
+/// groups hold several units each and get the landmark floor and the split guard by default.
+pub(crate) const SMALL_PROBE_GROUPS: usize = 4;
+
+/// The default landmark floor of a small probe ([`KilosortSettings::min_cluster_landmarks`]).
+pub(crate) const SMALL_PROBE_LANDMARKS: usize = 100;
+
+/// The default split guard where the landmark floor is on
+/// ([`KilosortSettings::min_split_points_per_feature`]).
+pub(crate) const SMALL_PROBE_SPLIT_POINTS: f64 = 4.0;
+
 impl KilosortSettings {
     /// The settings of the graph clustering of one group (`cluster_neighbors`,
     /// `cluster_downsampling`, `max_cluster_subset`, `cluster_init_seed`; the rest Kilosort4's
-    /// fixed values).
+    /// fixed values) on a probe whose channels fall in `probe_groups` clustering groups (the
+    /// landmark floor and split guard when not set).
     #[must_use]
-    pub(crate) fn graph(&self) -> GraphSettings {
+    pub(crate) fn graph(&self, probe_groups: usize) -> GraphSettings {
+        let small = probe_groups <= SMALL_PROBE_GROUPS;
+        let min_landmarks =
+            self.min_cluster_landmarks
+                .unwrap_or(if small { SMALL_PROBE_LANDMARKS } else { 0 });
+        let split_points_per_feature =
+            self.min_split_points_per_feature
+                .unwrap_or(if min_landmarks > 0 {
+                    SMALL_PROBE_SPLIT_POINTS
+                } else {
+                    0.0
+                });
         GraphSettings {
             neighbors: self.cluster_neighbors,
             downsampling: self.cluster_downsampling,
             max_landmarks: self.max_cluster_subset,
-            min_landmarks: self.min_cluster_landmarks,
-            split_points_per_feature: self.min_split_points_per_feature,
             seed: self.cluster_init_seed,
+            min_landmarks,
+            split_points_per_feature,
             ..GraphSettings::default()
         }
     }

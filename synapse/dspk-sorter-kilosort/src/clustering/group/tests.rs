@@ -86,10 +86,20 @@ fn landmark_stride_keeps_a_floor_of_landmarks() {
     assert_eq!(stride(2000, 20, 100), 20);
     assert_eq!(stride(300, 20, 0), 20);
     // Fewer: the longest stride that still gives the floor.
-    for (n, floor) in [(1999, 100), (300, 100), (101, 100), (250, 30), (60, 100), (7, 100)] {
+    for (n, floor) in [
+        (1999, 100),
+        (300, 100),
+        (101, 100),
+        (250, 30),
+        (60, 100),
+        (7, 100),
+    ] {
         let s = stride(n, 20, floor);
         let count = landmarks(n, s, 25_000).len();
-        assert!(count >= floor.min(n), "n {n} floor {floor}: stride {s}, {count}");
+        assert!(
+            count >= floor.min(n),
+            "n {n} floor {floor}: stride {s}, {count}"
+        );
         assert!(
             s == 20 || landmarks(n, s + 1, 25_000).len() < floor.min(n),
             "n {n} floor {floor}: stride {s} is not the longest"
@@ -691,4 +701,38 @@ fn timing() {
         assert_eq!(count(&labels), k);
         assert!(purity(&labels, &truth, k) >= 0.98);
     }
+}
+
+#[test]
+fn small_probes_get_the_landmark_floor_and_split_guard_by_default() {
+    use crate::KilosortSettings;
+    let ks = KilosortSettings::default();
+    for groups in [1, 4] {
+        let g = ks.graph(groups);
+        assert_eq!((g.min_landmarks, g.split_points_per_feature), (100, 4.0));
+    }
+    // Larger probes: Kilosort's stride and test.
+    let g = ks.graph(5);
+    assert_eq!((g.min_landmarks, g.split_points_per_feature), (0, 0.0));
+    assert_eq!(g.downsampling, 20);
+    // Set explicitly: as set, whatever the probe; EMUsort's preset keeps Kilosort's.
+    let set = KilosortSettings {
+        min_cluster_landmarks: Some(50),
+        ..KilosortSettings::default()
+    };
+    assert_eq!(set.graph(96).min_landmarks, 50);
+    assert_eq!(set.graph(96).split_points_per_feature, 4.0);
+    let off = KilosortSettings {
+        min_cluster_landmarks: Some(0),
+        ..KilosortSettings::default()
+    };
+    assert_eq!(
+        (
+            off.graph(1).min_landmarks,
+            off.graph(1).split_points_per_feature
+        ),
+        (0, 0.0)
+    );
+    let emu = KilosortSettings::emusort().graph(1);
+    assert_eq!((emu.min_landmarks, emu.split_points_per_feature), (0, 0.0));
 }
