@@ -161,6 +161,21 @@ pub struct KilosortSettings {
     /// spike trains are cross-refractory (Kilosort 4.0.18's rule, which 4.1.7 never reaches;
     /// see `docs/decisions`); `false` is Kilosort 4.1.7's behaviour.
     pub tree_cross_refractory: bool,
+    /// Ours: the fewest landmarks a clustering group's graph gets. Kilosort takes every
+    /// `cluster_downsampling`-th spike whatever the group's size, so a unit needs about
+    /// `cluster_neighbors x cluster_downsampling` = 200 spikes in its group to hold the 10
+    /// landmarks its spikes link to, and the units of a short recording merge. A group whose
+    /// stride leaves fewer landmarks takes a shorter stride (every spike at most). `None`
+    /// (default): 100 on a small probe (its channels in at most 4 clustering groups, where
+    /// every group holds several units), Kilosort's stride (0) on larger ones, whose groups
+    /// hold about one unit each and are over-split by a finer graph (measured: `docs/ACCURACY.md`).
+    pub min_cluster_landmarks: Option<usize>,
+    /// Ours: a merge-tree node whose two branches hold fewer spikes than this many per feature
+    /// merges without the bimodality test (a least-squares discriminant separates almost any
+    /// labelling of fewer than about twice as many points as features, so the test says
+    /// "bimodal" for anything so small). `None` (default): 4 where the landmark floor is on,
+    /// 0 (Kilosort's test at every size) elsewhere.
+    pub min_split_points_per_feature: Option<f64>,
 }
 
 impl Default for KilosortSettings {
@@ -219,6 +234,8 @@ impl Default for KilosortSettings {
             x_centers: None,
             min_cluster_group: 60,
             tree_cross_refractory: true,
+            min_cluster_landmarks: None,
+            min_split_points_per_feature: None,
         }
     }
 }
@@ -261,6 +278,10 @@ impl KilosortSettings {
             notch_q: 30.0,
             line_probe_pitch: Some(2.0),
             peak_spike_times: true,
+            // EMUsort's own clustering (Kilosort 4.0.18's stride and bimodality test): the
+            // small-probe floor and guard are measured on extracellular probes only.
+            min_cluster_landmarks: Some(0),
+            min_split_points_per_feature: Some(0.0),
             ..Self::default()
         }
     }
@@ -383,6 +404,14 @@ impl KilosortSettings {
             if !(value.is_finite() && value > 0.0) {
                 return bad(name, format!("must be positive and finite, got {value}"));
             }
+        }
+        if let Some(v) = self.min_split_points_per_feature
+            && !(v.is_finite() && v >= 0.0)
+        {
+            return bad(
+                "min_split_points_per_feature",
+                format!("must be finite and not negative, got {v}"),
+            );
         }
         if !(self.duplicate_spike_ms.is_finite() && self.duplicate_spike_ms >= 0.0) {
             return bad(

@@ -16,6 +16,48 @@ mod common;
 
 use common::{Altered, probe_of, settings, sized};
 
+/// Per-unit accuracy of the sorting against the truth (Hungarian match, 0.4 ms).
+fn accuracies(rec: &GroundTruthRecording, output: &SortOutput) -> Vec<f64> {
+    let s = &output.sorting;
+    let labels: Vec<i64> = s.spike_clusters.iter().map(|&c| i64::from(c)).collect();
+    let tested = SpikeTrains::from_labels(&s.spike_times, &labels).unwrap();
+    compare_to_ground_truth(
+        &rec.spike_trains(),
+        &tested,
+        rec.info().sample_rate,
+        &CompareOptions::default(),
+    )
+    .unwrap()
+    .performance(MatchMode::Hungarian)
+    .iter()
+    .map(|p| p.accuracy)
+    .collect()
+}
+
+/// Sorts `rec` with `nblocks` and returns each true unit's accuracy, printed with `what`.
+fn unit_accuracies(
+    client: &cubecl::client::Client,
+    target: impl std::fmt::Display,
+    what: &str,
+    rec: &GroundTruthRecording,
+    nblocks: usize,
+) -> Vec<f64> {
+    let output = Kilosort4::new(settings(nblocks))
+        .run(client, Arc::new(rec.clone()), &probe_of(rec), &mut |_| {})
+        .unwrap();
+    let acc = accuracies(rec, &output);
+    println!(
+        "{target}: {what}, nblocks = {nblocks}: {} units, {} spikes, accuracy {acc:.3?}",
+        output.sorting.num_units(),
+        output.sorting.num_spikes(),
+    );
+    acc
+}
+
+fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len() as f64
+}
+
 /// Per-unit recall of the sorting against the truth (SpikeInterface's Hungarian match,
 /// 0.4 ms), the scoring of the sort example.
 fn recalls(rec: &GroundTruthRecording, output: &SortOutput) -> Vec<f64> {
@@ -39,8 +81,8 @@ fn recalls(rec: &GroundTruthRecording, output: &SortOutput) -> Vec<f64> {
 /// (`nblocks = 1`): it is turned off with a warning, at least `sorted_percent` % of the true
 /// spike count is sorted and one unit is recalled at 0.9 or better (before the fix, the drift
 /// estimate moved every channel 600 um off the probe and the sort was empty). Measured on
-/// lavapipe: 8 channels 1 unit, 4 channels 1 unit of 88 spikes (of 200), recall 0.95: the
-/// units of so few spikes are not yet separated (more units is the work left).
+/// lavapipe: 8 channels 5 units, recall 0.517, 1, 1, 1; 4 channels 3 units, recall 1, 1, 0,
+/// 0.605 (before the small-probe landmark floor: 1 unit each; the tests below ask for units).
 fn small_probe_sorts(channels: usize, sorted_percent: usize) {
     for_each_runtime(|target, client| {
         let rec = sized(channels, 5 * 30_000, 4, Drift::Linear { total_um: 20.0 });
@@ -187,6 +229,56 @@ fn a_flat_recording_sorts_empty_with_a_warning() {
             output.warnings.iter().any(|w| w.starts_with("no spikes")),
             "{target}: {:?}",
             output.warnings
+        );
+    });
+}
+
+/// A short recording on a small probe has few spikes per clustering group: with Kilosort's
+/// landmark stride (every 20th spike) a unit of 50-200 spikes holds fewer landmarks than the
+/// graph's 10 neighbours, and the units of a group merged (before the small-probe landmark
+/// floor: 1 unit on the bench generator's 4-channel 20 s recordings, 2 of 4 on its 8-channel
+/// ones). Sorts `seconds` s of `units` units on `channels` channels, no drift, `nblocks = 0`;
+/// at least `found` units must reach accuracy `least`.
+fn small_probe_finds_its_units(channels: usize, units: usize, seconds: u64, found: usize) {
+    let least = 0.95;
+    for_each_runtime(|target, client| {
+        let rec = sized(channels, seconds * 30_000, units, Drift::None);
+        let what = format!("{channels} channels, {units} units, {seconds} s");
+        let acc = unit_accuracies(client, target, &what, &rec, 0);
+        assert!(
+            acc.iter().filter(|&&a| a >= least).count() >= found,
+            "{target}: {what}: accuracy {acc:.3?}, fewer than {found} at {least}"
+        );
+    });
+}
+
+/// Measured on lavapipe: accuracy 0.988, 1.000 and 0.000; the third unit (86 uV, between
+/// the other two) is not detected (work left).
+#[test]
+fn a_tetrode_finds_its_units() {
+    small_probe_finds_its_units(4, 3, 20, 2);
+}
+
+/// Measured on lavapipe: 1.000 for each of the 4 units.
+#[test]
+fn an_8_channel_probe_finds_its_units() {
+    small_probe_finds_its_units(8, 4, 10, 4);
+}
+
+/// Without drift correction (`nblocks = 0`) a 12-channel probe long enough for the drift
+/// registration sorts as well as with it, on a recording that drifts 10 um (measured on
+/// lavapipe: every unit at 1.000 both ways).
+#[test]
+fn a_12_channel_probe_sorts_as_well_without_drift_correction() {
+    for_each_runtime(|target, client| {
+        let rec = sized(12, 10 * 30_000, 4, Drift::Linear { total_um: 10.0 });
+        let what = "12 channels, 4 units, 10 s, 10 um drift";
+        let off = unit_accuracies(client, target, what, &rec, 0);
+        let on = unit_accuracies(client, target, what, &rec, 1);
+        assert!(mean(&on) >= 0.9, "{target}: drift correction on: {on:.3?}");
+        assert!(
+            mean(&off) >= mean(&on) - 0.05,
+            "{target}: off {off:.3?}, on {on:.3?}"
         );
     });
 }

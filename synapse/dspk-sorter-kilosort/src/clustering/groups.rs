@@ -50,9 +50,10 @@ pub struct Clusters {
     pub sizes: Vec<usize>,
 }
 
-/// Clusters `input`'s spikes by probe section: groups at the x centres of `channel_x`
-/// (§6.1) and every `2 dmin` µm along y, each group clustered on its own
-/// ([`cluster_group`]), the groups in parallel on up to `threads` threads. Cluster ids are
+/// Clusters `input`'s spikes by probe section: groups at the x centres of the channels'
+/// x positions (`channel_positions`, §6.1) and every `2 dmin` µm along y, each group clustered
+/// on its own ([`cluster_group`], with the landmark floor and split guard of a small probe
+/// when the channels fall in at most 4 groups and the settings leave them unset), the groups in parallel on up to `threads` threads. Cluster ids are
 /// numbered group by group (x centre outer, y centre inner), so the result does not depend on
 /// the thread count.
 ///
@@ -63,11 +64,13 @@ pub struct Clusters {
 pub(super) fn cluster_spikes(
     input: &ClusterInput,
     channels: usize,
-    channel_x: &[f32],
+    channel_positions: &[[f32; 2]],
     dmin: f32,
     settings: &KilosortSettings,
     threads: usize,
 ) -> Result<Clusters> {
+    let channel_x: Vec<f32> = channel_positions.iter().map(|p| p[0]).collect();
+    let channel_x = channel_x.as_slice();
     check(input, channels)?;
     let groups = assign_groups(input.item_positions, channel_x, dmin, settings.x_centers);
     // Spikes of each group, in spike order.
@@ -76,7 +79,12 @@ pub(super) fn cluster_spikes(
     for (s, &item) in input.spike_item.iter().enumerate() {
         members[groups[item as usize]].push(s);
     }
-    let graph = settings.graph();
+    let probe_groups = assign_groups(channel_positions, channel_x, dmin, settings.x_centers)
+        .iter()
+        .map(|&g| g + 1)
+        .max()
+        .unwrap_or(0);
+    let graph = settings.graph(probe_groups);
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<Result<Vec<u32>>>>> =
         Mutex::new((0..n_groups).map(|_| None).collect());
@@ -494,7 +502,7 @@ mod tests {
         let err = cluster_spikes(
             &input,
             2,
-            &[0.0, 0.0],
+            &[[0.0, 0.0], [0.0, 20.0]],
             20.0,
             &KilosortSettings::default(),
             1,
@@ -507,7 +515,15 @@ mod tests {
             ..input
         };
         assert!(
-            cluster_spikes(&wide, 2, &[0.0, 0.0], 20.0, &KilosortSettings::default(), 1).is_err()
+            cluster_spikes(
+                &wide,
+                2,
+                &[[0.0, 0.0], [0.0, 20.0]],
+                20.0,
+                &KilosortSettings::default(),
+                1
+            )
+            .is_err()
         );
     }
 }

@@ -93,11 +93,10 @@ pub fn run(ctx: &mut SortContext, input: Input) -> Result<Clusters> {
 /// [`cluster_spikes`] on the context's probe, settings and threads.
 fn cluster(ctx: &SortContext, input: &ClusterInput, dmin: f32) -> Result<Clusters> {
     let probe = ctx.probe();
-    let channel_x: Vec<f32> = probe.positions().iter().map(|p| p[0]).collect();
     cluster_spikes(
         input,
         probe.len(),
-        &channel_x,
+        probe.positions(),
         dmin,
         ctx.settings(),
         ctx.threads(),

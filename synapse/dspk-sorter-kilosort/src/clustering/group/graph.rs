@@ -3,6 +3,23 @@
 
 use super::linalg::{dot_seq, products, sq_dist_f32, transpose};
 
+/// The landmark stride of a group of `n` points: `downsampling` (Kilosort's), or the longest
+/// stride that still gives at least `min_landmarks` landmarks (at most `n`) when
+/// `downsampling` gives fewer.
+pub(super) fn stride(n: usize, downsampling: usize, min_landmarks: usize) -> usize {
+    let downsampling = downsampling.max(1);
+    if n.div_ceil(downsampling) >= min_landmarks.min(n) {
+        return downsampling;
+    }
+    // `ceil(n / s) >= m` holds for `s = floor((n - 1) / (m - 1))` (m >= 2), and that is the
+    // longest such stride.
+    let m = min_landmarks.min(n);
+    if m <= 1 {
+        return downsampling;
+    }
+    ((n - 1) / (m - 1)).clamp(1, downsampling)
+}
+
 /// Landmark points: every `stride`-th point (0, stride, 2 stride, ...); when there are `n1` more
 /// than `max`, the `n1 - max` at positions `round_half_even(linspace(0, n1 - 1, n1 - max))` of
 /// that list are removed (numpy's `linspace` and `np.round`, as Kilosort does).

@@ -41,17 +41,42 @@ mod tests;
 
 use crate::{Error, KilosortSettings, Result};
 
+/// Probes whose channels fall in at most this many clustering groups are small: their
+/// groups hold several units each and get the landmark floor and the split guard by default.
+pub(crate) const SMALL_PROBE_GROUPS: usize = 4;
+
+/// The default landmark floor of a small probe ([`KilosortSettings::min_cluster_landmarks`]).
+pub(crate) const SMALL_PROBE_LANDMARKS: usize = 100;
+
+/// The default split guard where the landmark floor is on
+/// ([`KilosortSettings::min_split_points_per_feature`]).
+pub(crate) const SMALL_PROBE_SPLIT_POINTS: f64 = 4.0;
+
 impl KilosortSettings {
     /// The settings of the graph clustering of one group (`cluster_neighbors`,
     /// `cluster_downsampling`, `max_cluster_subset`, `cluster_init_seed`; the rest Kilosort4's
-    /// fixed values).
+    /// fixed values) on a probe whose channels fall in `probe_groups` clustering groups (the
+    /// landmark floor and split guard when not set).
     #[must_use]
-    pub(crate) fn graph(&self) -> GraphSettings {
+    pub(crate) fn graph(&self, probe_groups: usize) -> GraphSettings {
+        let small = probe_groups <= SMALL_PROBE_GROUPS;
+        let min_landmarks =
+            self.min_cluster_landmarks
+                .unwrap_or(if small { SMALL_PROBE_LANDMARKS } else { 0 });
+        let split_points_per_feature =
+            self.min_split_points_per_feature
+                .unwrap_or(if min_landmarks > 0 {
+                    SMALL_PROBE_SPLIT_POINTS
+                } else {
+                    0.0
+                });
         GraphSettings {
             neighbors: self.cluster_neighbors,
             downsampling: self.cluster_downsampling,
             max_landmarks: self.max_cluster_subset,
             seed: self.cluster_init_seed,
+            min_landmarks,
+            split_points_per_feature,
             ..GraphSettings::default()
         }
     }
@@ -66,6 +91,12 @@ pub(crate) struct GraphSettings {
     pub downsampling: usize,
     /// `max_cluster_subset`: at most this many landmarks (25 000).
     pub max_landmarks: usize,
+    /// Ours: a group whose stride leaves fewer landmarks than this takes a shorter one
+    /// (0: never).
+    pub min_landmarks: usize,
+    /// Ours: a tree node whose children hold fewer points than this times the features merges
+    /// without the bimodality test (0: never).
+    pub split_points_per_feature: f64,
     /// `cluster_init_seed`: seed of the initialisation's draws (5).
     pub seed: u64,
     /// Steps of the k-means++ initialisation, and label columns of the iterations (200).
@@ -86,6 +117,8 @@ impl Default for GraphSettings {
             neighbors: 10,
             downsampling: 20,
             max_landmarks: 25_000,
+            min_landmarks: 0,
+            split_points_per_feature: 0.0,
             seed: 5,
             initial_clusters: 200,
             candidates: 100,
@@ -156,7 +189,8 @@ pub(crate) fn cluster_group(
     let candidates = settings.candidates.min(n);
     let init = init::seed_clusters(x, n, d, steps, candidates, settings.seed, init::POOL);
 
-    let landmarks = graph::landmarks(n, settings.downsampling, settings.max_landmarks);
+    let stride = graph::stride(n, settings.downsampling, settings.min_landmarks);
+    let landmarks = graph::landmarks(n, stride, settings.max_landmarks);
     let k = settings.neighbors.min(landmarks.len());
     let nbr = graph::nearest_landmarks(x, d, &landmarks, k);
     let graph = graph::Graph::new(nbr, n, k, &landmarks);

@@ -1,4 +1,4 @@
-use super::graph::{Graph, landmarks, nearest_landmarks};
+use super::graph::{Graph, landmarks, nearest_landmarks, stride};
 use super::init::{POOL, seed_clusters};
 use super::iterate::{Iterated, iterate};
 use super::linalg::{dot_seq, gain_sum};
@@ -80,11 +80,70 @@ fn separated_blobs_are_recovered() {
 }
 
 #[test]
+fn landmark_stride_keeps_a_floor_of_landmarks() {
+    // Kilosort's stride where it gives enough landmarks (or no floor is asked).
+    assert_eq!(stride(5000, 20, 100), 20);
+    assert_eq!(stride(2000, 20, 100), 20);
+    assert_eq!(stride(300, 20, 0), 20);
+    // Fewer: the longest stride that still gives the floor.
+    for (n, floor) in [
+        (1999, 100),
+        (300, 100),
+        (101, 100),
+        (250, 30),
+        (60, 100),
+        (7, 100),
+    ] {
+        let s = stride(n, 20, floor);
+        let count = landmarks(n, s, 25_000).len();
+        assert!(
+            count >= floor.min(n),
+            "n {n} floor {floor}: stride {s}, {count}"
+        );
+        assert!(
+            s == 20 || landmarks(n, s + 1, 25_000).len() < floor.min(n),
+            "n {n} floor {floor}: stride {s} is not the longest"
+        );
+    }
+    assert_eq!(stride(300, 20, 100), 3);
+    assert_eq!(stride(60, 20, 100), 1);
+    assert_eq!(stride(1, 20, 100), 20);
+}
+
+/// A small group of several units (4 blobs of 50 points): Kilosort's stride leaves 10
+/// landmarks, every point's 10 nearest are all of them, and the graph cannot tell the blobs
+/// apart (one cluster); with a floor of 100 landmarks each blob holds about 25 and is found.
+#[test]
+fn a_small_group_of_several_blobs_needs_the_landmark_floor() {
+    let (n, d, k) = (200, 30, 4);
+    let (x, truth) = blobs(n, d, k, 12.0, 70);
+    let kilosort = spikes_mode(&x, n, d, &GraphSettings::default());
+    assert_eq!(count(&kilosort), 1);
+    let floor = GraphSettings {
+        min_landmarks: 100,
+        ..GraphSettings::default()
+    };
+    let labels = spikes_mode(&x, n, d, &floor);
+    let p = purity(&labels, &truth, k);
+    assert_eq!(count(&labels), k, "purity {p}");
+    assert!(p >= 0.98, "purity {p}");
+}
+
+#[test]
 fn one_blob_stays_one_cluster() {
     for (n, d, stream) in [(2000, 20, 40), (3000, 60, 50)] {
         let (x, _) = blobs(n, d, 1, 0.0, stream);
         let labels = spikes_mode(&x, n, d, &GraphSettings::default());
         assert_eq!(count(&labels), 1, "n {n} d {d}");
+    }
+    // A small one with the landmark floor (every point a landmark): still one.
+    let floor = GraphSettings {
+        min_landmarks: 100,
+        ..GraphSettings::default()
+    };
+    for (n, d, stream) in [(100, 20, 41), (300, 30, 51)] {
+        let (x, _) = blobs(n, d, 1, 0.0, stream);
+        assert_eq!(count(&spikes_mode(&x, n, d, &floor)), 1, "n {n} d {d}");
     }
 }
 
@@ -642,4 +701,38 @@ fn timing() {
         assert_eq!(count(&labels), k);
         assert!(purity(&labels, &truth, k) >= 0.98);
     }
+}
+
+#[test]
+fn small_probes_get_the_landmark_floor_and_split_guard_by_default() {
+    use crate::KilosortSettings;
+    let ks = KilosortSettings::default();
+    for groups in [1, 4] {
+        let g = ks.graph(groups);
+        assert_eq!((g.min_landmarks, g.split_points_per_feature), (100, 4.0));
+    }
+    // Larger probes: Kilosort's stride and test.
+    let g = ks.graph(5);
+    assert_eq!((g.min_landmarks, g.split_points_per_feature), (0, 0.0));
+    assert_eq!(g.downsampling, 20);
+    // Set explicitly: as set, whatever the probe; EMUsort's preset keeps Kilosort's.
+    let set = KilosortSettings {
+        min_cluster_landmarks: Some(50),
+        ..KilosortSettings::default()
+    };
+    assert_eq!(set.graph(96).min_landmarks, 50);
+    assert_eq!(set.graph(96).split_points_per_feature, 4.0);
+    let off = KilosortSettings {
+        min_cluster_landmarks: Some(0),
+        ..KilosortSettings::default()
+    };
+    assert_eq!(
+        (
+            off.graph(1).min_landmarks,
+            off.graph(1).split_points_per_feature
+        ),
+        (0, 0.0)
+    );
+    let emu = KilosortSettings::emusort().graph(1);
+    assert_eq!((emu.min_landmarks, emu.split_points_per_feature), (0, 0.0));
 }

@@ -336,6 +336,13 @@ impl<'a> Cut<'a> {
                 let (pa, pb) = (points(&under[mg.child0]), points(&under[mg.child1]));
                 if refractory(&pa, &pb) {
                     false
+                } else if ((pa.len() + pb.len()) as f64)
+                    < settings.split_points_per_feature * self.d as f64
+                {
+                    // Too few points for the regression to say anything: a least-squares
+                    // discriminant separates almost any labelling of fewer than about 2 d
+                    // points in d dimensions (Cover), so its histogram looks bimodal.
+                    false
                 } else {
                     let (a, b) = (under[mg.child0].clone(), under[mg.child1].clone());
                     self.score(&a, &b)? >= settings.bimodality
