@@ -574,7 +574,7 @@ mod tests {
             let harvester = harvest_all(client, &x, &schedule, ClipSettings::default());
             // Spikes of either sign: two templates, one per sign.
             let templates =
-                crate::detection::universal::learn_templates(harvester.clips(), 61, 20, 2, 3, 1)
+                crate::detection::universal::learn_templates(harvester.clips(), 61, 20, 2, 3, 1, 2)
                     .unwrap();
             let mut signs: Vec<f64> = templates
                 .wtemp()

@@ -154,7 +154,7 @@ pub fn run(ctx: &mut SortContext, windows: &mut CorrectedWindows) -> Result<Univ
         .div_ceil(stride as u64);
     ctx.host("template learning", |ctx| {
         check_clip_count(harvester.clips().len() / nt, batches, ctx.settings())?;
-        learn_universal(ctx.client(), harvester.clips(), ctx.settings())
+        learn_universal(ctx.client(), harvester.clips(), ctx.settings(), ctx.threads())
     })
 }
 
@@ -195,11 +195,13 @@ fn check_clip_count(clips: usize, batches: u64, settings: &KilosortSettings) -> 
 }
 
 /// Universal templates from harvested clips as `settings` say: scaled per clip or globally,
-/// wPCA on all, k-means on all or on those HDBSCAN does not call noise.
+/// wPCA on all, k-means on all or on those HDBSCAN does not call noise, on up to `threads`
+/// host threads.
 fn learn_universal(
     client: &cubecl::client::Client,
     clips: &[f32],
     settings: &KilosortSettings,
+    threads: usize,
 ) -> Result<UniversalTemplates> {
     let (nt, nt0min) = (settings.nt, settings.trough());
     let scaled = scale_clips(clips, nt, settings.clip_scaling)?;
@@ -212,7 +214,7 @@ fn learn_universal(
             min_cluster_size: min_size,
             min_samples: None,
         };
-        let labels = hdbscan_labels(client, &points, nt, &hdbscan)?;
+        let labels = hdbscan_labels(client, &points, nt, &hdbscan, threads)?;
         Some(labels.iter().map(|&l| l >= 0).collect::<Vec<bool>>())
     } else {
         None
@@ -225,5 +227,6 @@ fn learn_universal(
         settings.n_templates,
         settings.n_pcs,
         settings.templates_seed,
+        threads,
     )
 }
