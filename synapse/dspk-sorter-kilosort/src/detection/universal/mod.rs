@@ -140,14 +140,18 @@ pub fn run(ctx: &mut SortContext, windows: &mut CorrectedWindows) -> Result<Univ
     let mut harvester = ClipHarvester::new(&client, ctx.probe().len(), settings.clips())?;
     windows.check_halo("clip harvest", harvester.halo())?;
     let (batch, stride) = (settings.batch_size, settings.clip_batch_stride);
-    let harvested =
-        |w: &dspk_core::HaloWindow| ((w.valid().start / batch) as usize).is_multiple_of(stride);
+    // The windows holding a harvested batch (the harvester keeps those batches' clips only).
+    let harvested = |w: &dspk_core::HaloWindow| {
+        let owned = w.valid();
+        (owned.start / batch..owned.end.div_ceil(batch)).any(|b| (b as usize).is_multiple_of(stride))
+    };
     ctx.pass_selected(windows, "universal templates", harvested, |w| {
         if !harvester.is_full() {
             harvester.harvest(&client, w)?;
         }
         Ok(())
     })?;
+    harvester.finish();
     let batches = windows
         .num_samples()
         .div_ceil(batch)
@@ -167,6 +171,8 @@ impl KilosortSettings {
             thresholds: self.th_single_ch.clone(),
             nt: self.nt,
             nt0min: self.trough(),
+            batch: self.batch_size,
+            batch_stride: self.clip_batch_stride,
             ..ClipSettings::default()
         }
     }
