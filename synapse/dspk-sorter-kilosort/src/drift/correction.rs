@@ -59,8 +59,9 @@ impl DriftCorrection {
     }
 }
 
-/// Whitening and drift correction in one: each window mixed by its batch's matrix
-/// (the batch of its first owned sample; windows are batches when drift is corrected).
+/// Whitening and drift correction in one: each window mixed by its batch's matrix (the
+/// batch of its first owned sample; with drift correction windows divide the batch, so each
+/// lies in one batch and its halos are mixed as that batch's padding is).
 pub(super) struct DriftCorrectedWhitening {
     whitener: Whitener,
     correction: DriftCorrection,
