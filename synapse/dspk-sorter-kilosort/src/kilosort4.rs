@@ -125,7 +125,9 @@ pub struct SortOutput {
     pub templates: UniversalTemplates,
     /// The settings of the run.
     pub settings: KilosortSettings,
-    /// The probe sorted (EMUsort's line of channels when `line_probe_pitch` is set).
+    /// The probe sorted, in the order the sort indexes its channels (geometric order,
+    /// [`SortProbe::in_geometric_order`]; EMUsort's line of channels in the given order when
+    /// `line_probe_pitch` is set).
     pub probe: SortProbe,
 }
 
@@ -378,12 +380,14 @@ impl Kilosort4 {
         Ok((front, windows))
     }
 
-    /// The probe sorted: `probe`, or EMUsort's line of its channels when `line_probe_pitch`
-    /// is set.
+    /// The probe sorted: `probe`'s channels in geometric order (shank, depth, `x`), so the
+    /// units do not depend on the order the probe lists its channels in (Kilosort breaks ties
+    /// and sums over channels in the given order, so its units can); or EMUsort's line of its
+    /// channels in the given order when `line_probe_pitch` is set (the order is its geometry).
     fn sorted_probe(&self, probe: &SortProbe) -> Result<SortProbe> {
         match self.settings.line_probe_pitch {
             Some(pitch) => SortProbe::line(probe.channels().to_vec(), pitch),
-            None => Ok(probe.clone()),
+            None => Ok(probe.in_geometric_order()),
         }
     }
 

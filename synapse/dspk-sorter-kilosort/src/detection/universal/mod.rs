@@ -158,8 +158,7 @@ pub fn run(ctx: &mut SortContext, windows: &mut CorrectedWindows) -> Result<Univ
         .div_ceil(stride as u64);
     ctx.host("template learning", |ctx| {
         check_clip_count(harvester.clips().len() / nt, batches, ctx.settings())?;
-        let clips = clips_in_depth_order(&harvester, ctx.probe().positions(), batch);
-        learn_universal(ctx.client(), &clips, ctx.settings(), ctx.threads())
+        learn_universal(ctx.client(), harvester.clips(), ctx.settings(), ctx.threads())
     })
 }
 
@@ -177,33 +176,6 @@ impl KilosortSettings {
             ..ClipSettings::default()
         }
     }
-}
-
-/// The clips of `harvester` ordered by batch (`batch` samples), then channel in depth order
-/// (by `positions`: `y`, then `x`, then channel index for contacts at one place), then
-/// sample: an order that does not depend on how the probe numbers its channels, so neither do
-/// the templates learned from them (k-means++ draws points by their index).
-fn clips_in_depth_order(harvester: &ClipHarvester, positions: &[[f32; 2]], batch: u64) -> Vec<f32> {
-    let mut by_depth: Vec<usize> = (0..positions.len()).collect();
-    by_depth.sort_by(|&a, &b| {
-        let (pa, pb) = (positions[a], positions[b]);
-        pa[1].total_cmp(&pb[1]).then(pa[0].total_cmp(&pb[0])).then(a.cmp(&b))
-    });
-    let mut rank = vec![0usize; positions.len()];
-    for (r, &c) in by_depth.iter().enumerate() {
-        rank[c] = r;
-    }
-    let clip_positions = harvester.positions();
-    let mut order: Vec<usize> = (0..clip_positions.len()).collect();
-    order.sort_by_key(|&i| {
-        let (c, t) = clip_positions[i];
-        (t / batch, rank[c], t)
-    });
-    let nt = harvester.settings().nt;
-    order
-        .iter()
-        .flat_map(|&i| harvester.clips()[i * nt..(i + 1) * nt].iter().copied())
-        .collect()
 }
 
 /// Checks that `clips` clips, harvested from `batches` batches, are enough to learn the
