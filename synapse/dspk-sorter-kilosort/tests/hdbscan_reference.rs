@@ -96,7 +96,8 @@ fn device_labels_equal_sklearn() {
                 hdbscan_labels_device(client, &case.points, case.dim, &settings(case)).unwrap();
             case.check(&labels, &target.to_string());
             // The choice by size (the host at these sizes) gives the same labels.
-            let chosen = hdbscan_labels(client, &case.points, case.dim, &settings(case), 2).unwrap();
+            let chosen =
+                hdbscan_labels(client, &case.points, case.dim, &settings(case), 2).unwrap();
             case.check(&chosen, &format!("{target}, chosen by size"));
         }
     });

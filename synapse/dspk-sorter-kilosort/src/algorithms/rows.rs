@@ -116,9 +116,16 @@ pub(crate) fn map_in_parallel<T: Send, S>(
     f: impl Fn(&mut S, usize) -> T + Sync,
 ) -> Vec<T> {
     let mut out: Vec<Option<T>> = (0..count).map(|_| None).collect();
-    fill_in_parallel(&mut out, 1, threads, min_per_thread, scratch, |s, i, slot| {
-        slot[0] = Some(f(s, i));
-    });
+    fill_in_parallel(
+        &mut out,
+        1,
+        threads,
+        min_per_thread,
+        scratch,
+        |s, i, slot| {
+            slot[0] = Some(f(s, i));
+        },
+    );
     out.into_iter().flatten().collect()
 }
 

@@ -192,7 +192,13 @@ fn drift_refuses_bad_input() {
     let setting = |r: Result<DriftEstimate, Error>| matches!(r, Err(Error::Setting { .. }));
     assert!(estimate_drift(&y, &one, 1, &default, 2).is_ok());
     assert!(input(estimate_drift(&[], &one, 1, &default, 2)));
-    assert!(input(estimate_drift(&[20.0, f32::NAN], &one, 1, &default, 2)));
+    assert!(input(estimate_drift(
+        &[20.0, f32::NAN],
+        &one,
+        1,
+        &default,
+        2
+    )));
     assert!(input(estimate_drift(&y, &one, 0, &default, 2)));
     let spike = |d: f64, a: f64, b: usize| {
         let (d, a, b) = ([d], [a], [b]);

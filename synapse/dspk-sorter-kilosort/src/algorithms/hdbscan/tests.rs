@@ -176,7 +176,8 @@ fn host_distances_as_matrix_or_rows_give_the_same_tree() {
         let Distances::Matrix { values, .. } = &matrix else {
             unreachable!()
         };
-        let Distances::Matrix { values: single, .. } = Distances::with_matrix_up_to(&points, dim, 1, n)
+        let Distances::Matrix { values: single, .. } =
+            Distances::with_matrix_up_to(&points, dim, 1, n)
         else {
             unreachable!()
         };
@@ -305,7 +306,12 @@ fn bad_inputs_are_errors() {
     let setting = |r: crate::Result<Vec<i32>>| matches!(r, Err(Error::Setting { .. }));
     assert!(input(hdbscan_labels_host(&points, 0, &settings, 2)));
     assert!(input(hdbscan_labels_host(&points[..119], 4, &settings, 2)));
-    assert!(input(hdbscan_labels_host(&points[..4 * 19], 4, &settings, 2)));
+    assert!(input(hdbscan_labels_host(
+        &points[..4 * 19],
+        4,
+        &settings,
+        2
+    )));
     let few_samples = HdbscanSettings {
         min_cluster_size: 2,
         min_samples: Some(31),

@@ -143,7 +143,8 @@ pub fn run(ctx: &mut SortContext, windows: &mut CorrectedWindows) -> Result<Univ
     // The windows holding a harvested batch (the harvester keeps those batches' clips only).
     let harvested = |w: &dspk_core::HaloWindow| {
         let owned = w.valid();
-        (owned.start / batch..owned.end.div_ceil(batch)).any(|b| (b as usize).is_multiple_of(stride))
+        (owned.start / batch..owned.end.div_ceil(batch))
+            .any(|b| (b as usize).is_multiple_of(stride))
     };
     ctx.pass_selected(windows, "universal templates", harvested, |w| {
         if !harvester.is_full() {
@@ -158,7 +159,12 @@ pub fn run(ctx: &mut SortContext, windows: &mut CorrectedWindows) -> Result<Univ
         .div_ceil(stride as u64);
     ctx.host("template learning", |ctx| {
         check_clip_count(harvester.clips().len() / nt, batches, ctx.settings())?;
-        learn_universal(ctx.client(), harvester.clips(), ctx.settings(), ctx.threads())
+        learn_universal(
+            ctx.client(),
+            harvester.clips(),
+            ctx.settings(),
+            ctx.threads(),
+        )
     })
 }
 
