@@ -28,8 +28,11 @@ use crate::{Error, KilosortSettings, Result, SortProbe, merging};
 /// How the recording is cut and where it goes, beyond the settings.
 #[derive(Debug, Clone, Default)]
 pub struct RunOptions {
-    /// Samples each window owns (`None`: `batch_size`). Another length is allowed only with
-    /// drift correction off (`nblocks = 0`): drift shifts are per batch.
+    /// Samples each device window owns (`None`: `batch_size`). With drift correction on
+    /// (`nblocks > 0`) it must divide `batch_size` (drift shifts are per batch: each window
+    /// then lies in one batch); any length with `nblocks = 0`. Batches stay Kilosort's
+    /// (`batch_size`) whatever the windows: the spikes found are the same (the values agree
+    /// to float rounding: a window's filters settle within its halo).
     pub window: Option<u64>,
     /// The device the client belongs to, so the reader can page-lock its buffers for it.
     pub target: Option<ComputeTarget>,
@@ -37,6 +40,38 @@ pub struct RunOptions {
     /// an earlier run on the same recording and probe with the same preprocessing settings,
     /// as a parameter sweep does. Checked against the run ([`PreprocessingFit::check`]).
     pub fit: Option<Arc<PreprocessingFit>>,
+    /// Host threads the sort's host stages may use (clustering groups, drift registration,
+    /// drift matrices, k-means restarts, HDBSCAN distances); `None`: the `DSPK_THREADS`
+    /// environment variable when set, else the machine's parallelism ([`host_threads`]).
+    /// Results do not depend on it: host work is split into items each computed by one
+    /// thread alone and combined in a fixed order.
+    pub threads: Option<usize>,
+}
+
+/// The environment variable that sets the host threads of a sort when
+/// [`RunOptions::threads`] does not (a positive integer).
+pub const THREADS_VAR: &str = "DSPK_THREADS";
+
+/// The host threads a sort uses: `requested` (at least 1), else the positive integer in
+/// [`THREADS_VAR`] (`DSPK_THREADS`) when it is set, else the machine's available parallelism.
+///
+/// # Errors
+///
+/// [`Error::Setting`] (`DSPK_THREADS`) when the variable is set but is not a positive integer.
+pub fn host_threads(requested: Option<usize>) -> Result<usize> {
+    if let Some(threads) = requested {
+        return Ok(threads.max(1));
+    }
+    match std::env::var(THREADS_VAR) {
+        Ok(value) => match value.trim().parse::<usize>() {
+            Ok(threads) if threads > 0 => Ok(threads),
+            _ => Err(Error::Setting {
+                name: "DSPK_THREADS",
+                reason: format!("{value:?} is not a positive number of threads"),
+            }),
+        },
+        Err(_) => Ok(std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)),
+    }
 }
 
 /// The Kilosort4 sorter: settings and run options.
@@ -44,7 +79,6 @@ pub struct RunOptions {
 pub struct Kilosort4 {
     settings: KilosortSettings,
     options: RunOptions,
-    threads: Option<usize>,
 }
 
 /// What the front half of a sort found (§2-5): spikes with their features on the
@@ -91,7 +125,9 @@ pub struct SortOutput {
     pub templates: UniversalTemplates,
     /// The settings of the run.
     pub settings: KilosortSettings,
-    /// The probe sorted (EMUsort's line of channels when `line_probe_pitch` is set).
+    /// The probe sorted, in the order the sort indexes its channels (geometric order,
+    /// [`SortProbe::in_geometric_order`]; EMUsort's line of channels in the given order when
+    /// `line_probe_pitch` is set).
     pub probe: SortProbe,
 }
 
@@ -113,11 +149,11 @@ impl Kilosort4 {
         self
     }
 
-    /// The same sorter using at most `threads` host threads for the clustering (default: the
-    /// machine's parallelism). Results do not depend on it.
+    /// The same sorter using at most `threads` host threads ([`RunOptions::threads`]).
+    /// Results do not depend on it.
     #[must_use]
     pub fn with_threads(mut self, threads: usize) -> Self {
-        self.threads = Some(threads.max(1));
+        self.options.threads = Some(threads.max(1));
         self
     }
 
@@ -213,7 +249,7 @@ impl Kilosort4 {
     ) -> Result<SortOutput> {
         let probe = self.sorted_probe(probe)?;
         let num_samples = source.info().num_samples;
-        let mut ctx = self.context(client, source.as_ref(), &probe, progress);
+        let mut ctx = self.context(client, source.as_ref(), &probe, progress)?;
         let (front, mut windows) = self.front(&mut ctx, source)?;
         let detected = front.spikes.len();
         let FrontHalf {
@@ -301,7 +337,7 @@ impl Kilosort4 {
         progress: &mut dyn FnMut(Progress),
     ) -> Result<FrontHalf> {
         let probe = self.sorted_probe(probe)?;
-        let mut ctx = self.context(client, source.as_ref(), &probe, progress);
+        let mut ctx = self.context(client, source.as_ref(), &probe, progress)?;
         let (mut front, _) = self.front(&mut ctx, source)?;
         (front.stages, front.warnings) = ctx.into_reports();
         Ok(front)
@@ -344,35 +380,36 @@ impl Kilosort4 {
         Ok((front, windows))
     }
 
-    /// The probe sorted: `probe`, or EMUsort's line of its channels when `line_probe_pitch`
-    /// is set.
+    /// The probe sorted: `probe`'s channels in geometric order (shank, depth, `x`), so the
+    /// units do not depend on the order the probe lists its channels in (Kilosort breaks ties
+    /// and sums over channels in the given order, so its units can); or EMUsort's line of its
+    /// channels in the given order when `line_probe_pitch` is set (the order is its geometry).
     fn sorted_probe(&self, probe: &SortProbe) -> Result<SortProbe> {
         match self.settings.line_probe_pitch {
             Some(pitch) => SortProbe::line(probe.channels().to_vec(), pitch),
-            None => Ok(probe.clone()),
+            None => Ok(probe.in_geometric_order()),
         }
     }
 
-    /// The context of a sort of `source` through `probe`.
+    /// The context of a sort of `source` through `probe`, with the host threads of
+    /// [`host_threads`].
     fn context<'a>(
         &'a self,
         client: &Client,
         source: &dyn RecordingSource,
         probe: &'a SortProbe,
         progress: &'a mut dyn FnMut(Progress),
-    ) -> SortContext<'a> {
-        let threads = self.threads.unwrap_or_else(|| {
-            std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
-        });
+    ) -> Result<SortContext<'a>> {
+        let threads = host_threads(self.options.threads)?;
         let sample_rate = source.info().sample_rate.as_hz();
-        SortContext::new(
+        Ok(SortContext::new(
             client,
             probe,
             &self.settings,
             sample_rate,
             threads,
             progress,
-        )
+        ))
     }
 }
 

@@ -81,7 +81,7 @@ pub mod sweep;
 pub mod templates;
 
 pub use error::{Error, Result};
-pub use kilosort4::{FrontHalf, Kilosort4, RunOptions, SortOutput};
+pub use kilosort4::{FrontHalf, Kilosort4, RunOptions, SortOutput, THREADS_VAR, host_threads};
 pub use probe::SortProbe;
 pub use runner::{Progress, StageReport};
 pub use settings::{Alignment, ClipScaling, KilosortSettings};

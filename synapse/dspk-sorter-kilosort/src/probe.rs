@@ -170,6 +170,29 @@ impl SortProbe {
     pub fn shanks(&self) -> &[u32] {
         &self.shanks
     }
+
+    /// The same channels in geometric order: by shank, then depth `y`, then `x`, then
+    /// recording channel (only contacts at one place on one shank are ordered by their
+    /// numbers). Two probes that list the same contacts in different orders, or a recording
+    /// whose channels are renumbered with its probe, give the same geometric order, up to
+    /// contacts that share a position.
+    #[must_use]
+    pub fn in_geometric_order(&self) -> Self {
+        let mut order: Vec<usize> = (0..self.len()).collect();
+        order.sort_by(|&a, &b| {
+            let (pa, pb) = (self.positions[a], self.positions[b]);
+            self.shanks[a]
+                .cmp(&self.shanks[b])
+                .then(pa[1].total_cmp(&pb[1]))
+                .then(pa[0].total_cmp(&pb[0]))
+                .then(self.channels[a].cmp(&self.channels[b]))
+        });
+        Self {
+            channels: order.iter().map(|&i| self.channels[i]).collect(),
+            positions: order.iter().map(|&i| self.positions[i]).collect(),
+            shanks: order.iter().map(|&i| self.shanks[i]).collect(),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -204,6 +227,35 @@ mod tests {
         assert_eq!(sorted.channels(), &[0, 2]);
         assert_eq!(sorted.positions(), &[[0.0, 0.0], [0.0, 40.0]]);
         assert_eq!(sorted.shanks(), &[0, 0]);
+    }
+
+    #[test]
+    fn geometric_order_is_by_shank_depth_x_then_channel_whatever_the_listing() {
+        // (channel, [x, y], shank); channels 4 and 6 share a place.
+        let contacts = [
+            (5, [16.0, 20.0], 1),
+            (3, [48.0, 0.0], 0),
+            (6, [0.0, 40.0], 0),
+            (0, [16.0, 0.0], 0),
+            (4, [0.0, 40.0], 0),
+            (1, [0.0, 20.0], 0),
+            (2, [0.0, 0.0], 1),
+        ];
+        let make = |order: &[usize]| {
+            SortProbe::new(
+                order.iter().map(|&i| contacts[i].0).collect(),
+                order.iter().map(|&i| contacts[i].1).collect(),
+                order.iter().map(|&i| contacts[i].2).collect(),
+            )
+            .unwrap()
+            .in_geometric_order()
+        };
+        let sorted = make(&[0, 1, 2, 3, 4, 5, 6]);
+        assert_eq!(sorted.channels(), &[0, 3, 1, 4, 6, 2, 5]);
+        assert_eq!(sorted.shanks(), &[0, 0, 0, 0, 0, 1, 1]);
+        assert_eq!(sorted.positions()[1], [48.0, 0.0]);
+        assert_eq!(make(&[6, 5, 4, 3, 2, 1, 0]), sorted);
+        assert_eq!(make(&[3, 0, 6, 1, 5, 2, 4]), sorted);
     }
 
     #[test]

@@ -330,7 +330,7 @@ fn bad_input_is_an_error_or_a_documented_result() {
         assert_eq!(front.fit.whitening.k(), 4, "{target}");
         assert!(finite(&front.spikes), "{target}");
 
-        // Drift with windows other than the batch: a settings error.
+        // Drift with windows that do not divide the batch: a settings error.
         let e = run(client, Arc::new(short), &probe, &settings(1), Some(20_000)).unwrap_err();
         assert!(
             matches!(

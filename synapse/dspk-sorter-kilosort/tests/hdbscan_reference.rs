@@ -82,7 +82,7 @@ fn settings(case: &Case) -> HdbscanSettings {
 #[test]
 fn host_labels_equal_sklearn() {
     for case in cases() {
-        let labels = hdbscan_labels_host(&case.points, case.dim, &settings(&case)).unwrap();
+        let labels = hdbscan_labels_host(&case.points, case.dim, &settings(&case), 2).unwrap();
         case.check(&labels, "host");
     }
 }
@@ -96,7 +96,8 @@ fn device_labels_equal_sklearn() {
                 hdbscan_labels_device(client, &case.points, case.dim, &settings(case)).unwrap();
             case.check(&labels, &target.to_string());
             // The choice by size (the host at these sizes) gives the same labels.
-            let chosen = hdbscan_labels(client, &case.points, case.dim, &settings(case)).unwrap();
+            let chosen =
+                hdbscan_labels(client, &case.points, case.dim, &settings(case), 2).unwrap();
             case.check(&chosen, &format!("{target}, chosen by size"));
         }
     });
@@ -146,7 +147,7 @@ fn device_labels_equal_sklearn_on_a_large_input() {
             &outside[..outside.len().min(20)]
         );
         if labels.len() <= 5000 {
-            let host = hdbscan_labels_host(&points, dim, &HdbscanSettings::default()).unwrap();
+            let host = hdbscan_labels_host(&points, dim, &HdbscanSettings::default(), 2).unwrap();
             let host_differ = (0..labels.len()).filter(|&i| host[i] != labels[i]).count();
             let vs_device = (0..labels.len()).filter(|&i| host[i] != ours[i]).count();
             eprintln!("host: {host_differ} differ from sklearn, {vs_device} from the device");

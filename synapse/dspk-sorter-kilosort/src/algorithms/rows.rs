@@ -72,20 +72,19 @@ impl<S: Copy + Default + Into<f64>> RowBlocks<S> {
 }
 
 /// Fills `out` row by row, `f(scratch, r, row)` writing row `r` (`out[r * row_len..][..row_len]`,
-/// `row_len >= 1`, `out` whole rows): the rows are split over up to the machine's number of
-/// threads in contiguous ranges of at least `min_rows_per_thread` (one `scratch()` per range).
-/// Each row is written by one call alone, so the result does not depend on the number of
-/// threads.
+/// `row_len >= 1`, `out` whole rows): the rows are split over up to `threads` threads in
+/// contiguous ranges of at least `min_rows_per_thread` (one `scratch()` per range). Each row
+/// is written by one call alone, so the result does not depend on the number of threads.
 pub(crate) fn fill_in_parallel<T: Send, S>(
     out: &mut [T],
     row_len: usize,
+    threads: usize,
     min_rows_per_thread: usize,
     scratch: impl Fn() -> S + Sync,
     f: impl Fn(&mut S, usize, &mut [T]) + Sync,
 ) {
     let count = out.len() / row_len;
-    let threads = std::thread::available_parallelism()
-        .map_or(1, std::num::NonZero::get)
+    let threads = threads
         .min(count.div_ceil(min_rows_per_thread.max(1)))
         .max(1);
     let per_thread = count.div_ceil(threads).max(1);
@@ -111,14 +110,22 @@ pub(crate) fn fill_in_parallel<T: Send, S>(
 /// rows of one value.
 pub(crate) fn map_in_parallel<T: Send, S>(
     count: usize,
+    threads: usize,
     min_per_thread: usize,
     scratch: impl Fn() -> S + Sync,
     f: impl Fn(&mut S, usize) -> T + Sync,
 ) -> Vec<T> {
     let mut out: Vec<Option<T>> = (0..count).map(|_| None).collect();
-    fill_in_parallel(&mut out, 1, min_per_thread, scratch, |s, i, slot| {
-        slot[0] = Some(f(s, i));
-    });
+    fill_in_parallel(
+        &mut out,
+        1,
+        threads,
+        min_per_thread,
+        scratch,
+        |s, i, slot| {
+            slot[0] = Some(f(s, i));
+        },
+    );
     out.into_iter().flatten().collect()
 }
 
@@ -164,6 +171,7 @@ mod tests {
         for (count, min) in [(0, 1), (1, 1), (5, 1), (1000, 7), (1000, 5000)] {
             let values = map_in_parallel(
                 count,
+                4,
                 min,
                 || 0usize,
                 |calls, i| {

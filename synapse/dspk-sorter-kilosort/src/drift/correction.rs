@@ -16,6 +16,7 @@ struct DriftCorrection {
     interpolation: ShiftInterpolation,
     inverse_white: Vec<f64>,
     channels: usize,
+    threads: usize,
 }
 
 impl DriftCorrection {
@@ -24,17 +25,24 @@ impl DriftCorrection {
         sig_interp: f64,
         estimate: &DriftEstimate,
         whitening: &WhiteningMatrix,
+        threads: usize,
     ) -> Result<Self> {
         let x: Vec<f32> = probe.positions().iter().map(|p| p[0]).collect();
         let y: Vec<f32> = probe.positions().iter().map(|p| p[1]).collect();
         let interpolation = ShiftInterpolation::new(&x, &y, sig_interp)?;
         let channels = probe.len();
-        let inverse_white = compose(interpolation.inverse_kernel(), &whitening.dense(), channels)?;
+        let inverse_white = compose(
+            interpolation.inverse_kernel(),
+            &whitening.dense(),
+            channels,
+            threads,
+        )?;
         Ok(Self {
             estimate: estimate.clone(),
             interpolation,
             inverse_white,
             channels,
+            threads,
         })
     }
 
@@ -47,12 +55,13 @@ impl DriftCorrection {
         let target = self
             .interpolation
             .target_kernel(shifts, self.estimate.block_centres())?;
-        compose(&target, &self.inverse_white, self.channels)
+        compose(&target, &self.inverse_white, self.channels, self.threads)
     }
 }
 
-/// Whitening and drift correction in one: each window mixed by its batch's matrix
-/// (the batch of its first owned sample; windows are batches when drift is corrected).
+/// Whitening and drift correction in one: each window mixed by its batch's matrix (the
+/// batch of its first owned sample; with drift correction windows divide the batch, so each
+/// lies in one batch and its halos are mixed as that batch's padding is).
 pub(super) struct DriftCorrectedWhitening {
     whitener: Whitener,
     correction: DriftCorrection,
@@ -61,7 +70,9 @@ pub(super) struct DriftCorrectedWhitening {
 
 impl DriftCorrectedWhitening {
     /// Corrects by `estimate` the recording whitened by `whitening`, for windows of up to
-    /// `max_samples` and batches of `batch` samples.
+    /// `max_samples` and batches of `batch` samples, composing the matrices on up to `threads`
+    /// host threads.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn new(
         client: &Client,
         probe: &SortProbe,
@@ -70,10 +81,11 @@ impl DriftCorrectedWhitening {
         whitening: &WhiteningMatrix,
         batch: u64,
         max_samples: usize,
+        threads: usize,
     ) -> Result<Self> {
         Ok(Self {
             whitener: Whitener::new(client, Whitener::sparse(client, whitening)?, max_samples)?,
-            correction: DriftCorrection::new(probe, sig_interp, estimate, whitening)?,
+            correction: DriftCorrection::new(probe, sig_interp, estimate, whitening, threads)?,
             batch,
         })
     }

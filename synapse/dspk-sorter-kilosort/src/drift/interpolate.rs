@@ -147,14 +147,14 @@ impl ShiftInterpolation {
     /// channel) of one batch: channel `c` is read at `q_c = (x_c, y_c - delta_c)` with
     /// `delta_c` from [`channel_shifts`](Self::channel_shifts), and
     /// `Kq[i, j] = exp(-|q_i - p_j|^2 / (2 sig^2))`. Kilosort4 corrects a whitened batch `X`
-    /// as `(M_b W) X`; [`compose`] forms `M_b W`.
+    /// as `(M_b W) X`; [`compose`] forms `M_b W`. Computed on one thread.
     ///
     /// # Errors
     ///
     /// As [`channel_shifts`](Self::channel_shifts).
     pub fn matrix(&self, shifts: &[f64], block_centres: &[f64]) -> Result<Vec<f64>> {
         let kq = self.target_kernel(shifts, block_centres)?;
-        Ok(product(&kq, &self.inverse, self.n_channels()))
+        Ok(product(&kq, &self.inverse, self.n_channels(), 1))
     }
 
     /// `Kq` of [`matrix`](Self::matrix) alone (`C x C` row-major): with `P = iKxx W` formed once
@@ -185,15 +185,14 @@ fn kernel(ax: &[f64], ay: &[f64], bx: &[f64], by: &[f64], sig: f64) -> Vec<f64> 
 }
 
 /// The product `a b` of two `n x n` row-major matrices (lengths checked by the caller), rows
-/// shared among the machine's threads (each row is summed in the same order whatever the
+/// shared among up to `threads` threads (each row is summed in the same order whatever the
 /// thread count, so the result does not depend on it).
-fn product(a: &[f64], b: &[f64], n: usize) -> Vec<f64> {
+fn product(a: &[f64], b: &[f64], n: usize, threads: usize) -> Vec<f64> {
     let mut out = vec![0.0; n * n];
     if n == 0 {
         return out;
     }
-    let threads = std::thread::available_parallelism().map_or(1, usize::from);
-    let rows = n.div_ceil(threads).max(8);
+    let rows = n.div_ceil(threads.max(1)).max(8);
     std::thread::scope(|scope| {
         for (out_rows, a_rows) in out.chunks_mut(rows * n).zip(a.chunks(rows * n)) {
             scope.spawn(move || {
@@ -213,12 +212,13 @@ fn product(a: &[f64], b: &[f64], n: usize) -> Vec<f64> {
 
 /// The product `m w` of two `n x n` row-major matrices (`numpy.matmul`): an interpolation
 /// matrix of [`ShiftInterpolation::matrix`] times the whitening matrix, what Kilosort4 applies
-/// to a batch.
+/// to a batch. Rows are computed on up to `threads` threads; the result does not depend on
+/// the count.
 ///
 /// # Errors
 ///
 /// [`Error::Input`] (`matrices`) when `m` or `w` does not hold `n x n` values.
-pub fn compose(m: &[f64], w: &[f64], n: usize) -> Result<Vec<f64>> {
+pub fn compose(m: &[f64], w: &[f64], n: usize, threads: usize) -> Result<Vec<f64>> {
     if n.checked_mul(n)
         .is_none_or(|nn| m.len() != nn || w.len() != nn)
     {
@@ -231,7 +231,7 @@ pub fn compose(m: &[f64], w: &[f64], n: usize) -> Result<Vec<f64>> {
             ),
         });
     }
-    Ok(product(m, w, n))
+    Ok(product(m, w, n, threads))
 }
 
 /// The inverse of a symmetric positive definite `n x n` matrix, by its Cholesky factor
@@ -294,7 +294,7 @@ mod tests {
         let mut ridged = kxx.clone();
         (0..n).for_each(|i| ridged[i * n + i] += 0.01);
         // iKxx is the inverse: (Kxx + 0.01 I) iKxx = I.
-        let identity = product(&ridged, interp.inverse_kernel(), n);
+        let identity = product(&ridged, interp.inverse_kernel(), n, 2);
         for i in 0..n {
             for j in 0..n {
                 let want = f64::from(u8::from(i == j));
@@ -306,7 +306,7 @@ mod tests {
             interp.matrix(&[0.0], &[100.0]).unwrap(),
             interp.matrix(&[0.0, 0.0], &[100.0, 300.0]).unwrap(),
         ] {
-            let back = product(&m, &ridged, n);
+            let back = product(&m, &ridged, n, 3);
             for (k, (b, want)) in back.iter().zip(&kxx).enumerate() {
                 assert!((b - want).abs() < 1e-10, "entry {k}: {b} vs {want}");
             }
@@ -373,9 +373,9 @@ mod tests {
         assert!(interp.matrix(&[1.0, 2.0], &[10.0]).is_err());
         assert!(interp.matrix(&[f64::INFINITY], &[10.0]).is_err());
         assert!(interp.matrix(&[1.0, 2.0], &[10.0, 10.0]).is_err());
-        assert!(compose(&[1.0; 4], &[1.0; 3], 2).is_err());
+        assert!(compose(&[1.0; 4], &[1.0; 3], 2, 1).is_err());
         assert_eq!(
-            compose(&[1.0, 2.0, 3.0, 4.0], &[0.0, 1.0, 1.0, 0.0], 2).unwrap(),
+            compose(&[1.0, 2.0, 3.0, 4.0], &[0.0, 1.0, 1.0, 0.0], 2, 2).unwrap(),
             [2.0, 1.0, 4.0, 3.0]
         );
     }

@@ -77,6 +77,7 @@ pub fn run(
             },
             batches,
             &settings.drift(),
+            ctx.threads(),
         )
     })?;
     windows.set_whitening(Box::new(DriftCorrectedWhitening::new(
@@ -87,6 +88,7 @@ pub fn run(
         whitening,
         batch,
         windows.max_read_len(),
+        ctx.threads(),
     )?));
     Ok(Some(estimate))
 }
@@ -247,7 +249,8 @@ impl DriftEstimate {
 ///   `dshift = binning_depth (rigid + fine)`; block centre = mean `ysamp` of its bins.
 ///
 /// Costs `9 x 31 x nbins x 20` multiply-adds per batch (13 million for Neuropixels 1.0) and
-/// `8 x 20 x nbins` bytes per batch.
+/// `8 x 20 x nbins` bytes per batch. The rigid search runs on up to `threads` threads, each
+/// batch's search by one thread alone, so the estimate does not depend on `threads`.
 ///
 /// # Errors
 ///
@@ -263,6 +266,7 @@ pub fn estimate_drift(
     spikes: &DriftSpikes<'_>,
     n_batches: usize,
     settings: &DriftSettings,
+    threads: usize,
 ) -> Result<DriftEstimate> {
     settings.check()?;
     if n_batches == 0 {
@@ -304,6 +308,7 @@ pub fn estimate_drift(
         &active,
         &blocks,
         settings.drift_smoothing,
+        threads,
     );
     let block_centres = blocks
         .starts

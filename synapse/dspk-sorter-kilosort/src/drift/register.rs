@@ -133,6 +133,7 @@ pub(super) fn register(
     active: &[bool],
     blocks: &Blocks,
     smoothing: [f64; 3],
+    threads: usize,
 ) -> Vec<f64> {
     let n_batches = active.len();
     let n_blocks = blocks.starts.len();
@@ -157,10 +158,9 @@ pub(super) fn register(
     // Step 2: rigid, integer bins, reference updated to the mean after every iteration.
     let mut r = f[first * per_batch..(first + 1) * per_batch].to_vec();
     let mut rigid = vec![0isize; n_batches];
-    // Batches are searched independently within an iteration: they are shared among the
-    // machine's threads (each batch's search is the same whatever the thread count).
-    let threads = std::thread::available_parallelism().map_or(1, usize::from);
-    let per_thread = n_batches.div_ceil(threads).max(1);
+    // Batches are searched independently within an iteration: they are shared among up to
+    // `threads` threads (each batch's search is the same whatever the thread count).
+    let per_thread = n_batches.div_ceil(threads.max(1)).max(1);
     for _ in 0..COARSE_ITERATIONS {
         let reference_now = &r;
         std::thread::scope(|scope| {

@@ -96,7 +96,12 @@ fn error_against(
 fn drift_rigid_zigzag_is_recovered() {
     let y = probe(1000.0);
     let spikes = synthetic(1000.0, 80, 30, &|b, _| zigzag(b), 0..0);
-    let estimate = estimate_drift(&y, &spikes.view(), 30, &DriftSettings::default()).unwrap();
+    let estimate = estimate_drift(&y, &spikes.view(), 30, &DriftSettings::default(), 2).unwrap();
+    for threads in [1, 3, 64] {
+        let other =
+            estimate_drift(&y, &spikes.view(), 30, &DriftSettings::default(), threads).unwrap();
+        assert_eq!(other, estimate, "{threads} threads");
+    }
     assert_eq!(estimate.n_blocks(), 1);
     assert_eq!(estimate.dshift().len(), 30);
     assert!(estimate.spike_counts().iter().all(|&c| c > 0));
@@ -117,7 +122,7 @@ fn drift_non_rigid_motion_is_recovered_per_block() {
         nblocks: 5,
         ..DriftSettings::default()
     };
-    let estimate = estimate_drift(&y, &spikes.view(), 30, &settings).unwrap();
+    let estimate = estimate_drift(&y, &spikes.view(), 30, &settings, 2).unwrap();
     assert_eq!(estimate.n_blocks(), 9);
     // 766 bins of 5 um from y0 = 19, 153-bin blocks: centre 16.5 + 5 (start + 76).
     assert_eq!(estimate.block_centres()[0], 396.5);
@@ -135,7 +140,7 @@ fn drift_batches_without_spikes_get_zero_and_leave_the_rest() {
     // nearest with spikes, where the units sit at -12 um.
     let y = probe(1000.0);
     let spikes = synthetic(1000.0, 80, 30, &|b, _| zigzag(b), 12..18);
-    let estimate = estimate_drift(&y, &spikes.view(), 30, &DriftSettings::default()).unwrap();
+    let estimate = estimate_drift(&y, &spikes.view(), 30, &DriftSettings::default(), 2).unwrap();
     for b in 12..18 {
         assert_eq!(estimate.spike_counts()[b], 0);
         assert_eq!(estimate.batch_shifts(b).unwrap(), [0.0], "batch {b}");
@@ -158,7 +163,7 @@ fn drift_without_spikes_is_zero() {
         nblocks: 5,
         ..DriftSettings::default()
     };
-    let estimate = estimate_drift(&y, &none, 7, &settings).unwrap();
+    let estimate = estimate_drift(&y, &none, 7, &settings, 2).unwrap();
     assert_eq!(estimate.n_batches(), 7);
     assert_eq!(estimate.dshift(), [0.0; 63]);
     assert_eq!(estimate.spike_counts(), [0; 7]);
@@ -185,10 +190,16 @@ fn drift_refuses_bad_input() {
     let default = DriftSettings::default();
     let input = |r: Result<DriftEstimate, Error>| matches!(r, Err(Error::Input { .. }));
     let setting = |r: Result<DriftEstimate, Error>| matches!(r, Err(Error::Setting { .. }));
-    assert!(estimate_drift(&y, &one, 1, &default).is_ok());
-    assert!(input(estimate_drift(&[], &one, 1, &default)));
-    assert!(input(estimate_drift(&[20.0, f32::NAN], &one, 1, &default)));
-    assert!(input(estimate_drift(&y, &one, 0, &default)));
+    assert!(estimate_drift(&y, &one, 1, &default, 2).is_ok());
+    assert!(input(estimate_drift(&[], &one, 1, &default, 2)));
+    assert!(input(estimate_drift(
+        &[20.0, f32::NAN],
+        &one,
+        1,
+        &default,
+        2
+    )));
+    assert!(input(estimate_drift(&y, &one, 0, &default, 2)));
     let spike = |d: f64, a: f64, b: usize| {
         let (d, a, b) = ([d], [a], [b]);
         estimate_drift(
@@ -200,6 +211,7 @@ fn drift_refuses_bad_input() {
             },
             1,
             &default,
+            2,
         )
     };
     assert!(input(spike(100.0, 20.0, 1)), "batch index >= n_batches");
@@ -216,7 +228,7 @@ fn drift_refuses_bad_input() {
         amplitude: &[],
         batch: &batch,
     };
-    assert!(input(estimate_drift(&y, &short, 1, &default)));
+    assert!(input(estimate_drift(&y, &short, 1, &default, 2)));
     // 200 um of probe: 1 + ceil(181 / 5) = 38 bins.
     for settings in [
         DriftSettings {
@@ -249,7 +261,7 @@ fn drift_refuses_bad_input() {
         },
     ] {
         assert!(
-            setting(estimate_drift(&y, &one, 1, &settings)),
+            setting(estimate_drift(&y, &one, 1, &settings, 2)),
             "{settings:?}"
         );
     }
@@ -257,7 +269,7 @@ fn drift_refuses_bad_input() {
         nblocks: 5,
         ..default
     };
-    if let Err(e) = estimate_drift(&y, &one, 1, &five) {
+    if let Err(e) = estimate_drift(&y, &one, 1, &five, 2) {
         panic!("{e}");
     }
 }
@@ -279,7 +291,7 @@ fn drift_matches_kilosort_on_its_own_spikes() {
         batch: st.chunks_exact(6).map(|s| s[4] as usize).collect(),
     };
     let y: Vec<f32> = (0..64).map(|c| 20.0 * (c / 2) as f32).collect();
-    let got = estimate_drift(&y, &spikes.view(), want.len(), &DriftSettings::default()).unwrap();
+    let got = estimate_drift(&y, &spikes.view(), want.len(), &DriftSettings::default(), 2).unwrap();
     for (b, (g, w)) in got.dshift().iter().zip(&want).enumerate() {
         assert!((g - w).abs() < 1e-9, "batch {b}: {g} um, Kilosort {w} um");
     }

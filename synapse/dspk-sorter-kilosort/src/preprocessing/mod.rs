@@ -139,13 +139,15 @@ pub fn run(
     Ok((fit, windows))
 }
 
-/// Drift correction shifts whole batches: with it on, a window must be one batch.
+/// Drift correction shifts whole batches: with it on, a window must lie in one batch.
 fn check_window(settings: &KilosortSettings, window: u64) -> Result<()> {
-    if settings.nblocks > 0 && window != settings.batch_size {
+    if settings.nblocks > 0 && !settings.batch_size.is_multiple_of(window.max(1)) {
         return Err(Error::Setting {
             name: "nblocks",
             reason: format!(
-                "drift correction shifts whole batches: windows of {window} samples need batch_size = {window} or nblocks = 0"
+                "drift correction shifts whole batches: windows of {window} samples must divide \
+                 batch_size = {} (or nblocks = 0)",
+                settings.batch_size
             ),
         });
     }

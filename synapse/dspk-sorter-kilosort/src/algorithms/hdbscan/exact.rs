@@ -95,13 +95,19 @@ pub(super) struct Listed {
 }
 
 impl<'a> Distances<'a> {
-    /// The distances of `points` (`dim` values per point, finite).
-    pub(super) fn new(points: &'a [f32], dim: usize) -> Self {
-        Self::with_matrix_up_to(points, dim, MATRIX_MAX_POINTS)
+    /// The distances of `points` (`dim` values per point, finite), a matrix's rows computed on
+    /// up to `threads` threads.
+    pub(super) fn new(points: &'a [f32], dim: usize, threads: usize) -> Self {
+        Self::with_matrix_up_to(points, dim, threads, MATRIX_MAX_POINTS)
     }
 
     /// [`new`](Self::new) with `max_points` in place of [`MATRIX_MAX_POINTS`].
-    pub(super) fn with_matrix_up_to(points: &'a [f32], dim: usize, max_points: usize) -> Self {
+    pub(super) fn with_matrix_up_to(
+        points: &'a [f32],
+        dim: usize,
+        threads: usize,
+        max_points: usize,
+    ) -> Self {
         let n = points.len() / dim;
         let rows = PointRows::new(points, dim);
         if n > max_points {
@@ -111,6 +117,7 @@ impl<'a> Distances<'a> {
         fill_in_parallel(
             &mut values,
             n,
+            threads,
             MIN_ROWS_PER_THREAD,
             || (),
             |(), i, out| rows.distances_into(i, &rows.blocks, out),
@@ -171,13 +178,15 @@ impl<'a> Distances<'a> {
 
 /// The core distance of every point: the distance to its `k`-th nearest point, the point itself
 /// being the first (sklearn: `NearestNeighbors(n_neighbors=k).fit(X).kneighbors(X)`, last
-/// column). By brute force over all pairs, points spread over threads. (The `k`-th smallest
+/// column). By brute force over all pairs, points spread over up to `threads` threads (each
+/// point's value computed alone, so it does not depend on the count). (The `k`-th smallest
 /// distance is the square root of the `k`-th smallest squared distance: `sqrt` is correctly
 /// rounded, hence monotone.)
-pub(super) fn core_distances(distances: &Distances, k: usize) -> Vec<f64> {
+pub(super) fn core_distances(distances: &Distances, k: usize, threads: usize) -> Vec<f64> {
     let n = distances.len();
     map_in_parallel(
         n,
+        threads,
         MIN_ROWS_PER_THREAD,
         || (vec![0.0f64; n], BinaryHeap::with_capacity(k)),
         |(buffer, heap), i| kth_smallest(distances.row(i, buffer), k, heap),

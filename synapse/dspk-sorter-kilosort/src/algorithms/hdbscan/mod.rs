@@ -99,7 +99,8 @@ impl Default for HdbscanSettings {
 /// `sklearn.cluster.HDBSCAN(min_cluster_size, min_samples).fit(points).labels_`: by
 /// [`hdbscan_labels_host`] for at most [`HOST_MAX_POINTS`] points, by
 /// [`hdbscan_labels_device`] above (see the [module doc](self), also for where they can differ
-/// from sklearn).
+/// from sklearn); the host path on up to `threads` threads (its labels do not depend on the
+/// count).
 ///
 /// # Errors
 ///
@@ -109,8 +110,9 @@ pub fn hdbscan_labels(
     points: &[f32],
     dim: usize,
     settings: &HdbscanSettings,
+    threads: usize,
 ) -> Result<Vec<i32>> {
-    labels_on_host_up_to(client, points, dim, settings, HOST_MAX_POINTS)
+    labels_on_host_up_to(client, points, dim, settings, threads, HOST_MAX_POINTS)
 }
 
 /// [`hdbscan_labels`] with `host_max_points` in place of [`HOST_MAX_POINTS`].
@@ -119,10 +121,11 @@ fn labels_on_host_up_to(
     points: &[f32],
     dim: usize,
     settings: &HdbscanSettings,
+    threads: usize,
     host_max_points: usize,
 ) -> Result<Vec<i32>> {
     if points.len() <= host_max_points.saturating_mul(dim) {
-        hdbscan_labels_host(points, dim, settings)
+        hdbscan_labels_host(points, dim, settings, threads)
     } else {
         hdbscan_labels_device(client, points, dim, settings)
     }
@@ -183,8 +186,10 @@ pub fn hdbscan_labels_device(
 
 /// [`hdbscan_labels`] computed on the host in `f64`, the way sklearn computes it: core
 /// distances by brute force, the minimum spanning tree by Prim's algorithm from point 0, in
-/// `O(n^2)` distance evaluations, spread over threads where they are kept as a matrix (up to
-/// 4096 points; milliseconds for 10^3 points of 61 values, seconds for 10^4).
+/// `O(n^2)` distance evaluations, spread over up to `threads` threads where they are kept as a
+/// matrix (up to 4096 points; milliseconds for 10^3 points of 61 values, seconds for 10^4) and
+/// for the core distances; every value is computed by one thread alone, so the labels do not
+/// depend on `threads`.
 ///
 /// # Errors
 ///
@@ -197,10 +202,11 @@ pub fn hdbscan_labels_host(
     points: &[f32],
     dim: usize,
     settings: &HdbscanSettings,
+    threads: usize,
 ) -> Result<Vec<i32>> {
     let (n, k) = validate(points, dim, settings)?;
-    let distances = exact::Distances::new(points, dim);
-    let core = exact::core_distances(&distances, k);
+    let distances = exact::Distances::new(points, dim, threads);
+    let core = exact::core_distances(&distances, k, threads);
     let edges = exact::prim_tree(&distances, &core);
     labels(n, &edges, settings.min_cluster_size)
 }

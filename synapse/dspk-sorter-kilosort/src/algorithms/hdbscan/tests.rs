@@ -50,8 +50,8 @@ fn sorted_weights(edges: &[Edge]) -> Vec<f64> {
 
 /// The host path's core distances and Prim's tree.
 fn host_tree(points: &[f32], dim: usize, k: usize) -> (Vec<f64>, Vec<Edge>) {
-    let distances = Distances::new(points, dim);
-    let core = exact::core_distances(&distances, k);
+    let distances = Distances::new(points, dim, 4);
+    let core = exact::core_distances(&distances, k, 4);
     let tree = exact::prim_tree(&distances, &core);
     (core, tree)
 }
@@ -72,7 +72,7 @@ fn check_against_host(client: &Client, points: &[f32], dim: usize, settings: &Hd
         total(&b)
     );
     assert_eq!(a, b, "sorted edge weights, n {n} dim {dim}");
-    let host = hdbscan_labels_host(points, dim, settings).unwrap();
+    let host = hdbscan_labels_host(points, dim, settings, 4).unwrap();
     let labels = hdbscan_labels_device(client, points, dim, settings).unwrap();
     assert_eq!(labels, host, "labels, n {n} dim {dim}");
 }
@@ -166,12 +166,23 @@ fn host_distances_as_matrix_or_rows_give_the_same_tree() {
     for (dim, k) in [(61, 20), (2, 5)] {
         let points = blob_points(&mut rng, dim, 3, 60, 47);
         let n = points.len() / dim;
-        let matrix = Distances::with_matrix_up_to(&points, dim, n);
-        let rows = Distances::with_matrix_up_to(&points, dim, n - 1);
+        let matrix = Distances::with_matrix_up_to(&points, dim, 4, n);
+        let rows = Distances::with_matrix_up_to(&points, dim, 4, n - 1);
         assert!(matches!(matrix, Distances::Matrix { .. }));
         assert!(matches!(rows, Distances::Rows(_)));
-        let core = exact::core_distances(&matrix, k);
-        assert_eq!(core, exact::core_distances(&rows, k), "dim {dim}");
+        let core = exact::core_distances(&matrix, k, 4);
+        assert_eq!(core, exact::core_distances(&rows, k, 4), "dim {dim}");
+        // One thread or three: the same values (each computed by one thread alone).
+        let Distances::Matrix { values, .. } = &matrix else {
+            unreachable!()
+        };
+        let Distances::Matrix { values: single, .. } =
+            Distances::with_matrix_up_to(&points, dim, 1, n)
+        else {
+            unreachable!()
+        };
+        assert_eq!(values, &single, "dim {dim}");
+        assert_eq!(core, exact::core_distances(&rows, k, 3), "dim {dim}");
         // Each core distance is the k-th smallest distance, computed pair by pair.
         for (i, &c) in core.iter().enumerate() {
             let mut d: Vec<f64> = (0..n)
@@ -208,22 +219,22 @@ fn host_or_device_by_point_count_give_the_same_labels() {
         );
         let points = blob_points(&mut rng, dim, 4, 37, 29);
         let n = points.len() / dim;
-        let host = hdbscan_labels_host(&points, dim, &settings).unwrap();
+        let host = hdbscan_labels_host(&points, dim, &settings, 4).unwrap();
         assert!(host.iter().any(|&l| l < 0) && host.iter().any(|&l| l >= 2));
         assert_eq!(
-            hdbscan_labels(client, &points, dim, &settings).unwrap(),
+            hdbscan_labels(client, &points, dim, &settings, 2).unwrap(),
             host
         );
         for limit in [n, n - 1] {
-            let labels = labels_on_host_up_to(client, &points, dim, &settings, limit).unwrap();
+            let labels = labels_on_host_up_to(client, &points, dim, &settings, 2, limit).unwrap();
             assert_eq!(labels, host, "{target}: host up to {limit} of {n} points");
         }
         // Device only: values whose squared distances overflow f32 are refused there.
         let mut large = points.clone();
         large[4] = 1e30;
-        assert!(labels_on_host_up_to(client, &large, dim, &settings, n).is_ok());
+        assert!(labels_on_host_up_to(client, &large, dim, &settings, 2, n).is_ok());
         assert!(matches!(
-            labels_on_host_up_to(client, &large, dim, &settings, n - 1),
+            labels_on_host_up_to(client, &large, dim, &settings, 2, n - 1),
             Err(Error::Input { .. })
         ));
     });
@@ -265,7 +276,7 @@ fn two_groups_on_a_line() {
         min_cluster_size: 5,
         min_samples: Some(3),
     };
-    let labels = hdbscan_labels_host(&points, 1, &settings).unwrap();
+    let labels = hdbscan_labels_host(&points, 1, &settings, 2).unwrap();
     let expected: Vec<i32> = points
         .iter()
         .map(|&v| i32::from(v >= 50.0) ^ i32::from(points[0] >= 50.0))
@@ -273,7 +284,7 @@ fn two_groups_on_a_line() {
     assert_eq!(labels, expected);
     // A lone far point is noise.
     points.push(1000.0);
-    let labels = hdbscan_labels_host(&points, 1, &settings).unwrap();
+    let labels = hdbscan_labels_host(&points, 1, &settings, 2).unwrap();
     assert_eq!(labels[22], -1);
     assert!(labels[..22].iter().all(|&l| l >= 0));
 }
@@ -293,30 +304,35 @@ fn bad_inputs_are_errors() {
     let points = vec![0.5f32; 30 * 4];
     let input = |r: crate::Result<Vec<i32>>| matches!(r, Err(Error::Input { .. }));
     let setting = |r: crate::Result<Vec<i32>>| matches!(r, Err(Error::Setting { .. }));
-    assert!(input(hdbscan_labels_host(&points, 0, &settings)));
-    assert!(input(hdbscan_labels_host(&points[..119], 4, &settings)));
-    assert!(input(hdbscan_labels_host(&points[..4 * 19], 4, &settings)));
+    assert!(input(hdbscan_labels_host(&points, 0, &settings, 2)));
+    assert!(input(hdbscan_labels_host(&points[..119], 4, &settings, 2)));
+    assert!(input(hdbscan_labels_host(
+        &points[..4 * 19],
+        4,
+        &settings,
+        2
+    )));
     let few_samples = HdbscanSettings {
         min_cluster_size: 2,
         min_samples: Some(31),
     };
-    assert!(input(hdbscan_labels_host(&points, 4, &few_samples)));
+    assert!(input(hdbscan_labels_host(&points, 4, &few_samples, 2)));
     for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
         let mut p = points.clone();
         p[57] = bad;
-        assert!(input(hdbscan_labels_host(&p, 4, &settings)));
+        assert!(input(hdbscan_labels_host(&p, 4, &settings, 2)));
     }
     for (mcs, ms) in [(1, None), (0, None), (5, Some(0))] {
         let s = HdbscanSettings {
             min_cluster_size: mcs,
             min_samples: ms,
         };
-        assert!(setting(hdbscan_labels_host(&points, 4, &s)));
+        assert!(setting(hdbscan_labels_host(&points, 4, &s, 2)));
     }
     for_each_runtime(|_, client| {
         let mut p = points.clone();
         p[3] = f32::NAN;
-        assert!(input(hdbscan_labels(client, &p, 4, &settings)));
+        assert!(input(hdbscan_labels(client, &p, 4, &settings, 2)));
         assert!(input(hdbscan_labels_device(client, &p, 4, &settings)));
         p[3] = 1e30;
         assert!(input(hdbscan_labels_device(client, &p, 4, &settings)));
@@ -328,7 +344,7 @@ fn bad_inputs_are_errors() {
         assert!(setting(hdbscan_labels_device(client, &big, 4, &many)));
         // All points equal: every weight is 0, one cluster, which is the root: all noise.
         for labels in [
-            hdbscan_labels(client, &points, 4, &settings),
+            hdbscan_labels(client, &points, 4, &settings, 2),
             hdbscan_labels_device(client, &points, 4, &settings),
         ] {
             assert_eq!(labels.unwrap(), vec![-1; 30]);

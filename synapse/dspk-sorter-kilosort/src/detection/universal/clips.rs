@@ -22,8 +22,14 @@ pub struct ClipSettings {
     pub nt: usize,
     /// Index of the peak inside a clip (`nt0min`). Default 20.
     pub nt0min: usize,
-    /// Most clips kept over all windows. Default 500 000.
+    /// Most clips kept over all batches. Default 500 000.
     pub max_clips: usize,
+    /// Recording samples per batch (`batch_size`): clips are kept, ordered and capped batch
+    /// by batch, whatever the windows. Default 60 000.
+    pub batch: u64,
+    /// Clips come from batches `0, stride, 2 stride, ...` only (`clip_batch_stride`, as
+    /// Kilosort4 harvests every 25th batch). Default 1: every batch.
+    pub batch_stride: usize,
 }
 
 impl Default for ClipSettings {
@@ -33,6 +39,8 @@ impl Default for ClipSettings {
             nt: 61,
             nt0min: 20,
             max_clips: 500_000,
+            batch: 60_000,
+            batch_stride: 1,
         }
     }
 }
@@ -53,14 +61,18 @@ impl Default for ClipSettings {
 /// recording ends), the clips found do not depend on how the recording is cut into windows:
 /// each window's clips are those of the whole recording at its owned samples.
 ///
-/// Clips are appended window by window, in the order [`harvest`](Self::harvest) is called, and
-/// within a window in `(channel, sample)` order. A window whose clips would bring the total
-/// past `max_clips` adds none, and harvesting stops there ([`is_full`](Self::is_full); later
-/// windows add nothing), as Kilosort drops the batch that would overflow and stops.
+/// Clips are kept by Kilosort's batches (`batch` recording samples each), not by window: only
+/// peaks in batches `0, batch_stride, 2 batch_stride, ...` are kept, and once every window
+/// of a batch has been harvested (a later window arrives, or [`finish`](Self::finish)) its
+/// clips are put in `(channel, sample)` order after those of the batches before it. A batch
+/// whose clips would bring the total past `max_clips` adds none, and harvesting stops there
+/// ([`is_full`](Self::is_full); later windows add nothing), as Kilosort drops the batch that
+/// would overflow and stops. So the clips, their order and the cap do not depend on the
+/// window length. Windows must be harvested in recording order; the caller may skip windows
+/// that hold no harvested batch.
 ///
-/// Which windows to harvest is the caller's choice: Kilosort4 harvests batches 0, 25, 50, ...
-/// of its 60 000-sample batches (and, unlike this harvester, also drops peaks within `nt`
-/// samples of each batch's padded edges, so its clips depend on the batching).
+/// (Kilosort4, unlike this harvester, also drops peaks within `nt` samples of each batch's
+/// padded edges.)
 ///
 /// Per window: three kernel launches, a read-back of the count and the peak list, and (when
 /// clips are kept) an upload of the sorted list, a gather and a read-back of the clips.
@@ -76,6 +88,8 @@ pub struct ClipHarvester {
     list: Option<DeviceArray<u32>>,
     clips: Vec<f32>,
     positions: Vec<(usize, u64)>,
+    /// Clips of complete batches (ordered and within the cap); those after are pending.
+    settled: usize,
     full: bool,
 }
 
@@ -85,7 +99,8 @@ impl ClipHarvester {
     /// # Errors
     ///
     /// [`Error::Setting`] when `th_single_ch` is not finite or not positive, `nt` is even or
-    /// 0, `nt0min >= nt`, `max_clips` is 0 or `channels` is 0; [`Error::Ops`] when the device
+    /// 0, `nt0min >= nt`, `max_clips`, `batch`, `batch_stride` or `channels` is 0;
+    /// [`Error::Ops`] when the device
     /// refuses the counters.
     pub fn new(client: &Client, channels: usize, settings: ClipSettings) -> Result<Self> {
         check_settings(channels, &settings)?;
@@ -97,6 +112,7 @@ impl ClipHarvester {
             list: None,
             clips: Vec::new(),
             positions: Vec::new(),
+            settled: 0,
             full: false,
         })
     }
@@ -119,8 +135,9 @@ impl ClipHarvester {
         &self.settings
     }
 
-    /// Adds the clips of `window`'s owned samples (see [`ClipHarvester`] for the rule). Waits
-    /// for the device. Does nothing once [`is_full`](Self::is_full).
+    /// Adds the clips of `window`'s owned samples in harvested batches (see [`ClipHarvester`]
+    /// for the rule), after settling the batches that end before the window. Waits for the
+    /// device. Does nothing once [`is_full`](Self::is_full).
     ///
     /// The array is taken to end where the recording does on a side where it holds fewer than
     /// [`halo`](Self::halo) samples past the owned ones and its read range ends there (at
@@ -135,6 +152,7 @@ impl ClipHarvester {
     /// defined); [`Error::Ops`] when a device buffer would exceed the device's limits;
     /// [`Error::Device`] when the device fails.
     pub fn harvest(&mut self, client: &Client, window: &DeviceWindow) -> Result<()> {
+        self.settle(window.window().valid().start / self.settings.batch);
         if self.full {
             return Ok(());
         }
@@ -179,18 +197,18 @@ impl ClipHarvester {
         }
         // Flat indices `c * samples + t` sort in (channel, sample) order; a position isolated
         // at several thresholds is one clip (EMUsort keeps the wrong rows here:
-        // `docs/KILOSORT4.md` §10.1.2).
-        peaks.sort_unstable();
+        // `docs/KILOSORT4.md` §10.1.2). Only harvested batches, batch by batch.
+        let start = window.start();
+        let (batch, stride) = (self.settings.batch, self.settings.batch_stride);
+        let batch_of = |p: u32| (start + (p as usize % samples) as u64) / batch;
+        peaks.retain(|&p| (batch_of(p) as usize).is_multiple_of(stride));
+        peaks.sort_unstable_by_key(|&p| (batch_of(p), p));
         peaks.dedup();
         let found = peaks.len();
         if found == 0 {
             return Ok(());
         }
         let settings = &self.settings;
-        if self.positions.len() + found > settings.max_clips {
-            self.full = true;
-            return Ok(());
-        }
         let sorted = DeviceArray::from_host(client, &peaks, 1, found)?;
         let out = DeviceArray::<f32>::empty(client, found, settings.nt)?;
         kernel::gather_clips::launch(
@@ -205,7 +223,6 @@ impl ClipHarvester {
             settings.nt0min as u32,
         );
         self.clips.extend(out.to_host(client)?);
-        let start = window.start();
         self.positions.extend(
             peaks
                 .iter()
@@ -282,7 +299,50 @@ impl ClipHarvester {
         Ok(peaks)
     }
 
-    /// The clips kept so far, `len() x nt` row-major.
+    /// Settles every batch harvested so far (the last windows were harvested): orders its
+    /// clips and applies the cap (see [`ClipHarvester`]).
+    pub fn finish(&mut self) {
+        self.settle(u64::MAX);
+    }
+
+    /// Settles the pending clips of batches before `first_open`, batch by batch: each batch's
+    /// clips put in `(channel, sample)` order, or, when they would bring the total past
+    /// `max_clips`, dropped with every clip after them and harvesting stopped.
+    fn settle(&mut self, first_open: u64) {
+        let (nt, batch) = (self.settings.nt, self.settings.batch);
+        // Pending clips come in recording order of their windows, each window's in batch
+        // order: a batch's clips are contiguous, and the complete batches a prefix.
+        while self.settled < self.positions.len() && !self.full {
+            let b = self.positions[self.settled].1 / batch;
+            if b >= first_open {
+                break;
+            }
+            let end = self.settled
+                + self.positions[self.settled..]
+                    .iter()
+                    .take_while(|p| p.1 / batch == b)
+                    .count();
+            if end > self.settings.max_clips {
+                self.full = true;
+                self.positions.truncate(self.settled);
+                self.clips.truncate(self.settled * nt);
+                break;
+            }
+            let mut order: Vec<usize> = (self.settled..end).collect();
+            order.sort_by_key(|&i| self.positions[i]);
+            let positions: Vec<(usize, u64)> = order.iter().map(|&i| self.positions[i]).collect();
+            let clips: Vec<f32> = order
+                .iter()
+                .flat_map(|&i| self.clips[i * nt..(i + 1) * nt].iter().copied())
+                .collect();
+            self.positions[self.settled..end].copy_from_slice(&positions);
+            self.clips[self.settled * nt..end * nt].copy_from_slice(&clips);
+            self.settled = end;
+        }
+    }
+
+    /// The clips kept so far, `len() x nt` row-major (in their final order and cap once
+    /// [`finish`](Self::finish) has run).
     #[must_use]
     pub fn clips(&self) -> &[f32] {
         &self.clips
@@ -307,7 +367,7 @@ impl ClipHarvester {
         self.positions.is_empty()
     }
 
-    /// Whether harvesting has stopped: a window's clips would have brought the total past
+    /// Whether harvesting has stopped: a batch's clips would have brought the total past
     /// `max_clips`.
     #[must_use]
     pub fn is_full(&self) -> bool {
@@ -352,6 +412,12 @@ fn check_settings(channels: usize, settings: &ClipSettings) -> Result<()> {
     }
     if settings.max_clips == 0 {
         return setting("max_clips", "must be at least 1".into());
+    }
+    if settings.batch == 0 {
+        return setting("batch_size", "must be at least 1".into());
+    }
+    if settings.batch_stride == 0 {
+        return setting("clip_batch_stride", "must be at least 1".into());
     }
     Ok(())
 }
@@ -498,7 +564,7 @@ mod tests {
         DeviceWindow::new(array, window).unwrap()
     }
 
-    /// Harvests every window of `schedule`.
+    /// Harvests every window of `schedule`, then finishes.
     fn harvest_all(
         client: &Client,
         x: &[f32],
@@ -511,6 +577,7 @@ mod tests {
                 .harvest(client, &device_window(client, x, window))
                 .unwrap();
         }
+        harvester.finish();
         harvester
     }
 
@@ -547,10 +614,8 @@ mod tests {
                 assert_eq!(harvester.halo(), 40);
                 assert_eq!(harvester.len(), expected.len());
                 assert_eq!(harvester.clips().len(), expected.len() * settings.nt);
-                // Window by window, each in (channel, sample) order.
-                let mut order = harvester.positions().to_vec();
-                order.sort_by_key(|&(c, t)| (t / window as u64, c, t));
-                assert_eq!(harvester.positions(), &order[..]);
+                // One batch: in (channel, sample) order, whatever the windows.
+                assert_eq!(harvester.positions(), &expected[..], "windows of {window}");
                 let (positions, found) = sorted(&harvester);
                 assert_eq!(positions, expected, "windows of {window}");
                 assert_eq!(found, clips, "windows of {window}");
@@ -574,7 +639,7 @@ mod tests {
             let harvester = harvest_all(client, &x, &schedule, ClipSettings::default());
             // Spikes of either sign: two templates, one per sign.
             let templates =
-                crate::detection::universal::learn_templates(harvester.clips(), 61, 20, 2, 3, 1)
+                crate::detection::universal::learn_templates(harvester.clips(), 61, 20, 2, 3, 1, 2)
                     .unwrap();
             let mut signs: Vec<f64> = templates
                 .wtemp()
@@ -621,6 +686,7 @@ mod tests {
             nt: 31,
             nt0min: 3,
             max_clips: 1000,
+            ..ClipSettings::default()
         };
         let (expected, clips, _) = reference(&x, &settings);
         assert!(!expected.is_empty());
@@ -673,9 +739,8 @@ mod tests {
     }
 
     #[test]
-    fn universal_harvest_drops_the_window_that_overflows() {
+    fn universal_harvest_drops_the_batch_that_overflows_whatever_the_windows() {
         let x = recording(11);
-        let schedule = ChunkSchedule::symmetric(SAMPLES as u64, 800, 40).unwrap();
         let (expected, _, _) = reference(&x, &ClipSettings::default());
         let first = expected.iter().filter(|&&(_, t)| t < 800).count();
         let second = expected
@@ -683,37 +748,63 @@ mod tests {
             .filter(|&&(_, t)| (800..1600).contains(&t))
             .count();
         assert!(first > 0 && second > 1);
-        for_each_runtime(|_, client| {
-            // Room for the first window and the first two windows exactly.
-            for (max_clips, kept, full) in [
-                (first + second - 1, first, true),
-                (first + second, first + second, true),
-                (expected.len(), expected.len(), false),
-            ] {
-                let settings = ClipSettings {
-                    max_clips,
-                    ..ClipSettings::default()
-                };
-                let harvester = harvest_all(client, &x, &schedule, settings.clone());
-                assert_eq!(harvester.len(), kept, "max_clips {max_clips}");
-                assert_eq!(
-                    harvester.is_full(),
-                    full && kept < expected.len(),
-                    "max_clips {max_clips}"
-                );
-                assert_eq!(
-                    harvester.positions(),
-                    &expected_in_window_order(&expected, 800)[..kept]
-                );
-            }
-        });
+        // Batches of 800: windows of a batch, half a batch, and across batches.
+        for window in [800, 400, 1157] {
+            let schedule = ChunkSchedule::symmetric(SAMPLES as u64, window, 40).unwrap();
+            for_each_runtime(|_, client| {
+                // Room for the first batch and the first two batches exactly.
+                for (max_clips, kept, full) in [
+                    (first + second - 1, first, true),
+                    (first + second, first + second, true),
+                    (expected.len(), expected.len(), false),
+                ] {
+                    let settings = ClipSettings {
+                        max_clips,
+                        batch: 800,
+                        ..ClipSettings::default()
+                    };
+                    let harvester = harvest_all(client, &x, &schedule, settings.clone());
+                    let what = format!("windows of {window}, max_clips {max_clips}");
+                    assert_eq!(harvester.len(), kept, "{what}");
+                    assert_eq!(harvester.is_full(), full && kept < expected.len(), "{what}");
+                    assert_eq!(
+                        harvester.positions(),
+                        &expected_in_batch_order(&expected, 800)[..kept],
+                        "{what}"
+                    );
+                }
+            });
+        }
     }
 
-    /// `positions` (sorted by channel, sample) in the harvester's order: by window, then
-    /// channel and sample.
-    fn expected_in_window_order(positions: &[(usize, u64)], window: u64) -> Vec<(usize, u64)> {
+    #[test]
+    fn universal_harvest_keeps_every_strideth_batch_whatever_the_windows() {
+        let x = recording(11);
+        let (expected, _, _) = reference(&x, &ClipSettings::default());
+        let kept: Vec<(usize, u64)> = expected_in_batch_order(&expected, 500)
+            .into_iter()
+            .filter(|&(_, t)| (t / 500).is_multiple_of(2))
+            .collect();
+        assert!(!kept.is_empty() && kept.len() < expected.len());
+        for window in [500, 250, 1157, SAMPLES as u64] {
+            let schedule = ChunkSchedule::symmetric(SAMPLES as u64, window, 40).unwrap();
+            for_each_runtime(|_, client| {
+                let settings = ClipSettings {
+                    batch: 500,
+                    batch_stride: 2,
+                    ..ClipSettings::default()
+                };
+                let harvester = harvest_all(client, &x, &schedule, settings);
+                assert_eq!(harvester.positions(), &kept[..], "windows of {window}");
+            });
+        }
+    }
+
+    /// `positions` (sorted by channel, sample) in the harvester's order: by batch of `batch`
+    /// samples, then channel and sample.
+    fn expected_in_batch_order(positions: &[(usize, u64)], batch: u64) -> Vec<(usize, u64)> {
         let mut order = positions.to_vec();
-        order.sort_by_key(|&(c, t)| (t / window, c, t));
+        order.sort_by_key(|&(c, t)| (t / batch, c, t));
         order
     }
 
@@ -771,6 +862,14 @@ mod tests {
                 },
                 ClipSettings {
                     max_clips: 0,
+                    ..ClipSettings::default()
+                },
+                ClipSettings {
+                    batch: 0,
+                    ..ClipSettings::default()
+                },
+                ClipSettings {
+                    batch_stride: 0,
                     ..ClipSettings::default()
                 },
             ];

@@ -31,7 +31,8 @@ pub(super) struct KMeansFit {
 /// the one of least inertia (the first among equals; at least one run). All randomness comes
 /// from `rng`, in a fixed order (the starts are drawn one run after another), and every sum is
 /// taken in point order, so the result depends only on the points and the generator's state.
-/// The runs' Lloyd iterations run side by side on threads.
+/// The runs' Lloyd iterations run side by side on up to `threads` threads (each run alone on
+/// one, so the result does not depend on the count).
 ///
 /// Lloyd iterations stop when the assignment no longer changes, when the summed squared
 /// shift of the centres is at most `1e-4` times the mean over columns of the points' variance,
@@ -44,6 +45,7 @@ pub(super) fn kmeans(
     k: usize,
     runs: usize,
     rng: &mut SplitMix64,
+    threads: usize,
 ) -> KMeansFit {
     let tolerance = TOLERANCE * mean_variance(x, d);
     let blocks = RowBlocks::gather(x, d, 0..x.len() / d);
@@ -52,6 +54,7 @@ pub(super) fn kmeans(
         .collect();
     let mut fits = map_in_parallel(
         starts.len(),
+        threads,
         1,
         || (),
         |(), r| lloyd(x, &blocks, d, starts[r].clone(), tolerance),

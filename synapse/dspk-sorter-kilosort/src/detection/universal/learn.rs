@@ -13,7 +13,7 @@ const KMEANS_RUNS: usize = 10;
 /// Universal templates learned from `clips` (`n x nt` row-major, e.g.
 /// [`ClipHarvester::clips`](super::ClipHarvester::clips)), on the host in `f64`, as Kilosort4
 /// learns them: [`scale_clips`] with [`ClipScaling::UnitNorm`], then
-/// [`learn_templates_scaled`] on every clip.
+/// [`learn_templates_scaled`] on every clip (on up to `threads` threads).
 ///
 /// # Errors
 ///
@@ -25,10 +25,11 @@ pub fn learn_templates(
     k: usize,
     p: usize,
     seed: u64,
+    threads: usize,
 ) -> Result<UniversalTemplates> {
     check_shape(nt, nt0min, k, p)?;
     let x = scale_clips(clips, nt, ClipScaling::UnitNorm)?;
-    learn_templates_scaled(&x, None, nt, nt0min, k, p, seed)
+    learn_templates_scaled(&x, None, nt, nt0min, k, p, seed, threads)
 }
 
 /// Universal templates from clips already scaled by [`scale_clips`] (`n x nt` row-major):
@@ -43,9 +44,11 @@ pub fn learn_templates(
 ///    `2 + floor(ln k)` candidates per centre, Lloyd iterations up to 300 with tolerance
 ///    `1e-4` times the mean per-column variance of the clips, 10 restarts keeping the least
 ///    inertia), every random draw from a [`SplitMix64`] seeded with `seed`; the centroids are
-///    then scaled to unit L2 norm (an all-zero centroid stays zero).
+///    then scaled to unit L2 norm (an all-zero centroid stays zero). The restarts run on up
+///    to `threads` threads.
 ///
-/// The same clips and seed give the same templates, bit for bit, on any machine. They differ
+/// The same clips and seed give the same templates, bit for bit, on any machine and for any
+/// `threads`. They differ
 /// from Kilosort's own (whose draws come from numpy's global generator) by the choice of
 /// random numbers, and by the SVD's random error.
 ///
@@ -54,6 +57,7 @@ pub fn learn_templates(
 /// [`Error::Setting`] when `k` or `p` is 0, `p > nt`, `nt` is even or 0, or `nt0min >= nt`;
 /// [`Error::Input`] when `scaled` is not a whole number of rows of `nt`, `keep` has another
 /// length, or fewer than `k` clips are kept; [`Error::Ops`] when the eigensolver fails.
+#[allow(clippy::too_many_arguments)]
 pub fn learn_templates_scaled(
     scaled: &[f64],
     keep: Option<&[bool]>,
@@ -62,6 +66,7 @@ pub fn learn_templates_scaled(
     k: usize,
     p: usize,
     seed: u64,
+    threads: usize,
 ) -> Result<UniversalTemplates> {
     check_shape(nt, nt0min, k, p)?;
     let input = |reason: String| Error::Input {
@@ -95,7 +100,7 @@ pub fn learn_templates_scaled(
     }
     let wpca = principal_components(scaled, nt, p)?;
     let mut rng = SplitMix64::new(seed);
-    let mut wtemp = kmeans(&kept, nt, k, KMEANS_RUNS, &mut rng).centres;
+    let mut wtemp = kmeans(&kept, nt, k, KMEANS_RUNS, &mut rng, threads).centres;
     for centre in wtemp.chunks_exact_mut(nt) {
         let norm = centre.iter().map(|v| v * v).sum::<f64>().sqrt();
         if norm > 0.0 {
@@ -242,7 +247,7 @@ mod tests {
     #[test]
     fn universal_learn_recovers_known_shapes() {
         let data = clips(40, 3);
-        let templates = learn_templates(&data, NT, 20, 3, 4, 1).unwrap();
+        let templates = learn_templates(&data, NT, 20, 3, 4, 1, 2).unwrap();
         assert_eq!(
             (templates.k(), templates.p(), templates.nt0min()),
             (3, 4, 20)
@@ -334,25 +339,25 @@ mod tests {
         let data = clips(30, 8);
         let x = scale_clips(&data, NT, ClipScaling::Global).unwrap();
         let n = x.len() / NT;
-        let all = learn_templates_scaled(&x, None, NT, 20, 3, 3, 42).unwrap();
+        let all = learn_templates_scaled(&x, None, NT, 20, 3, 3, 42, 2).unwrap();
         let keep: Vec<bool> = (0..n).map(|i| i % 3 != 2).collect();
-        let some = learn_templates_scaled(&x, Some(&keep), NT, 20, 3, 3, 42).unwrap();
+        let some = learn_templates_scaled(&x, Some(&keep), NT, 20, 3, 3, 42, 2).unwrap();
         assert_eq!(all.wpca(), some.wpca());
         assert_ne!(all.wtemp(), some.wtemp());
-        assert!(learn_templates_scaled(&x, Some(&keep[1..]), NT, 20, 3, 3, 42).is_err());
+        assert!(learn_templates_scaled(&x, Some(&keep[1..]), NT, 20, 3, 3, 42, 2).is_err());
         let none = vec![false; n];
-        assert!(learn_templates_scaled(&x, Some(&none), NT, 20, 3, 3, 42).is_err());
+        assert!(learn_templates_scaled(&x, Some(&none), NT, 20, 3, 3, 42, 2).is_err());
     }
 
     #[test]
     fn universal_learn_is_deterministic() {
         let data = clips(30, 8);
-        let first = learn_templates(&data, NT, 20, 4, 3, 42).unwrap();
-        assert_eq!(first, learn_templates(&data, NT, 20, 4, 3, 42).unwrap());
+        let first = learn_templates(&data, NT, 20, 4, 3, 42, 2).unwrap();
+        assert_eq!(first, learn_templates(&data, NT, 20, 4, 3, 42, 1).unwrap());
         // Another seed: possibly other centres, but as good a clustering.
         let x = scale_clips(&data, NT, ClipScaling::UnitNorm).unwrap();
-        let a = kmeans(&x, NT, 4, KMEANS_RUNS, &mut SplitMix64::new(42));
-        let b = kmeans(&x, NT, 4, KMEANS_RUNS, &mut SplitMix64::new(7));
+        let a = kmeans(&x, NT, 4, KMEANS_RUNS, &mut SplitMix64::new(42), 2);
+        let b = kmeans(&x, NT, 4, KMEANS_RUNS, &mut SplitMix64::new(7), 2);
         assert!(
             (a.inertia - b.inertia).abs() <= 0.01 * a.inertia,
             "{} {}",
@@ -383,7 +388,7 @@ mod tests {
             data.extend((0..NT).map(|j| (j as f32 * 0.1).sin()));
         }
         data.extend((0..NT).map(|j| (j as f32 * 0.3).cos()));
-        let templates = learn_templates(&data, NT, 20, 3, 2, 9).unwrap();
+        let templates = learn_templates(&data, NT, 20, 3, 2, 9, 2).unwrap();
         assert!(templates.wtemp().iter().all(|v| v.is_finite()));
         assert_eq!(templates.k(), 3);
     }
@@ -395,11 +400,11 @@ mod tests {
             Err(Error::Setting { name: n, .. }) => assert_eq!(n, name),
             other => panic!("{name}: {other:?}"),
         };
-        setting(learn_templates(&data, NT, 20, 0, 3, 1), "n_templates");
-        setting(learn_templates(&data, NT, 20, 3, 0, 1), "n_pcs");
-        setting(learn_templates(&data, NT, 20, 3, NT + 1, 1), "n_pcs");
-        setting(learn_templates(&data, 60, 20, 3, 3, 1), "nt");
-        setting(learn_templates(&data, NT, NT, 3, 3, 1), "nt0min");
+        setting(learn_templates(&data, NT, 20, 0, 3, 1, 2), "n_templates");
+        setting(learn_templates(&data, NT, 20, 3, 0, 1, 2), "n_pcs");
+        setting(learn_templates(&data, NT, 20, 3, NT + 1, 1, 2), "n_pcs");
+        setting(learn_templates(&data, 60, 20, 3, 3, 1, 2), "nt");
+        setting(learn_templates(&data, NT, NT, 3, 3, 1, 2), "nt0min");
         let input = |result: Result<UniversalTemplates>, needle: &str| match result {
             Err(error @ Error::Input { .. }) => {
                 assert!(error.to_string().contains(needle), "{error}");
@@ -408,19 +413,19 @@ mod tests {
         };
         // 9 shaped clips and one zero clip: the zero one does not count.
         input(
-            learn_templates(&data, NT, 20, 10, 3, 1),
+            learn_templates(&data, NT, 20, 10, 3, 1, 2),
             "9 clips to cluster",
         );
         input(
-            learn_templates(&data[..NT * 2 + 5], NT, 20, 1, 3, 1),
+            learn_templates(&data[..NT * 2 + 5], NT, 20, 1, 3, 1, 2),
             "whole clips",
         );
         let mut bad = data.clone();
         bad[NT + 7] = f32::NAN;
         input(
-            learn_templates(&bad, NT, 20, 3, 3, 1),
+            learn_templates(&bad, NT, 20, 3, 3, 1, 2),
             "sample 7 of clip 1 is NaN",
         );
-        assert!(learn_templates(&data, NT, 20, 9, NT, 1).is_ok());
+        assert!(learn_templates(&data, NT, 20, 9, NT, 1, 2).is_ok());
     }
 }

@@ -140,21 +140,31 @@ pub fn run(ctx: &mut SortContext, windows: &mut CorrectedWindows) -> Result<Univ
     let mut harvester = ClipHarvester::new(&client, ctx.probe().len(), settings.clips())?;
     windows.check_halo("clip harvest", harvester.halo())?;
     let (batch, stride) = (settings.batch_size, settings.clip_batch_stride);
-    let harvested =
-        |w: &dspk_core::HaloWindow| ((w.valid().start / batch) as usize).is_multiple_of(stride);
+    // The windows holding a harvested batch (the harvester keeps those batches' clips only).
+    let harvested = |w: &dspk_core::HaloWindow| {
+        let owned = w.valid();
+        (owned.start / batch..owned.end.div_ceil(batch))
+            .any(|b| (b as usize).is_multiple_of(stride))
+    };
     ctx.pass_selected(windows, "universal templates", harvested, |w| {
         if !harvester.is_full() {
             harvester.harvest(&client, w)?;
         }
         Ok(())
     })?;
+    harvester.finish();
     let batches = windows
         .num_samples()
         .div_ceil(batch)
         .div_ceil(stride as u64);
     ctx.host("template learning", |ctx| {
         check_clip_count(harvester.clips().len() / nt, batches, ctx.settings())?;
-        learn_universal(ctx.client(), harvester.clips(), ctx.settings())
+        learn_universal(
+            ctx.client(),
+            harvester.clips(),
+            ctx.settings(),
+            ctx.threads(),
+        )
     })
 }
 
@@ -167,6 +177,8 @@ impl KilosortSettings {
             thresholds: self.th_single_ch.clone(),
             nt: self.nt,
             nt0min: self.trough(),
+            batch: self.batch_size,
+            batch_stride: self.clip_batch_stride,
             ..ClipSettings::default()
         }
     }
@@ -195,11 +207,13 @@ fn check_clip_count(clips: usize, batches: u64, settings: &KilosortSettings) -> 
 }
 
 /// Universal templates from harvested clips as `settings` say: scaled per clip or globally,
-/// wPCA on all, k-means on all or on those HDBSCAN does not call noise.
+/// wPCA on all, k-means on all or on those HDBSCAN does not call noise, on up to `threads`
+/// host threads.
 fn learn_universal(
     client: &cubecl::client::Client,
     clips: &[f32],
     settings: &KilosortSettings,
+    threads: usize,
 ) -> Result<UniversalTemplates> {
     let (nt, nt0min) = (settings.nt, settings.trough());
     let scaled = scale_clips(clips, nt, settings.clip_scaling)?;
@@ -212,7 +226,7 @@ fn learn_universal(
             min_cluster_size: min_size,
             min_samples: None,
         };
-        let labels = hdbscan_labels(client, &points, nt, &hdbscan)?;
+        let labels = hdbscan_labels(client, &points, nt, &hdbscan, threads)?;
         Some(labels.iter().map(|&l| l >= 0).collect::<Vec<bool>>())
     } else {
         None
@@ -225,5 +239,6 @@ fn learn_universal(
         settings.n_templates,
         settings.n_pcs,
         settings.templates_seed,
+        threads,
     )
 }
