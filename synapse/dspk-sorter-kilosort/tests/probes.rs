@@ -193,7 +193,11 @@ fn the_early_check_refuses_a_recording_shorter_than_a_template_and_a_probe_too_w
     let e = Kilosort4::new(settings(0))
         .check(narrow.info(), &probe_of(&rec))
         .unwrap_err();
-    assert!(e.to_string().contains("channel 4 is not in"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("it names recording channel 4, but the recording has 4 channels"),
+        "{e}"
+    );
 }
 
 #[test]
