@@ -82,6 +82,12 @@ SETTING_DESCRIPTIONS = {
     "position_limit": "um; channels within this of the best channel place a spike",
     "x_centers": "Clustering groups across the probe's width (None: from the channels)",
     "min_cluster_group": "dspk: the smallest group the clustering splits",
+    "tree_cross_refractory": "dspk: the final merge tree keeps cross-refractory branches apart "
+    "(false: Kilosort 4.1.7's tree)",
+    "min_cluster_landmarks": "dspk: the fewest landmarks a clustering group's graph gets "
+    "(None: 100 on probes in at most 4 clustering groups, Kilosort's stride otherwise)",
+    "min_split_points_per_feature": "dspk: a merge-tree node with fewer spikes per feature "
+    "merges without the bimodality test (None: 4 where the landmark floor is on, else 0)",
 }
 
 #: SpikeInterface's parameters beside the settings.
