@@ -74,8 +74,9 @@ def test_run_sorter_scores_against_the_truth(python_sort, ground_truth, tmp_path
     units = len(sorting.unit_ids)
     print(f"units {units}, well detected {well}, mean accuracy {accuracy.mean():.3f}, "
           f"accuracy {np.round(accuracy, 3)}")
-    # Measured on lavapipe, debug build (2026-12-03): 10 units for the 10 true ones, 8 of them
-    # at accuracy >= 0.8, mean accuracy 0.845 (per unit 0.968 0.994 1 0.981 0.974 0 1 0.529 1 1).
+    # Measured on lavapipe, debug build (2026-12-03, after the small-probe and determinism
+    # merges): 10 units for the 10 true ones, 8 of them at accuracy >= 0.8, mean accuracy 0.844
+    # (per unit 0.961 0.994 1 0.987 0.974 0 1 0.529 1 1).
     assert 9 <= units <= 11
     assert well >= 7
     assert accuracy.mean() >= 0.815
