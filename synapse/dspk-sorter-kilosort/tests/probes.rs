@@ -9,15 +9,17 @@ use dspk_core::RecordingSource;
 use dspk_core::test_util::for_each_runtime;
 use dspk_sorter_kilosort::{Error, Kilosort4, KilosortSettings, SortOutput, SortProbe};
 use dspk_synapse::groundtruth::{
-    CompareOptions, Drift, GroundTruthRecording, MatchMode, SpikeTrains, compare_to_ground_truth,
+    CompareOptions, Drift, GroundTruthRecording, MatchMode, Performance, SpikeTrains,
+    compare_to_ground_truth,
 };
 
 mod common;
 
 use common::{Altered, probe_of, settings, sized};
 
-/// Per-unit accuracy of the sorting against the truth (Hungarian match, 0.4 ms).
-fn accuracies(rec: &GroundTruthRecording, output: &SortOutput) -> Vec<f64> {
+/// Per-unit performance of the sorting against the truth (SpikeInterface's Hungarian match,
+/// 0.4 ms), the scoring of the sort example.
+fn performance(rec: &GroundTruthRecording, output: &SortOutput) -> Vec<Performance> {
     let s = &output.sorting;
     let labels: Vec<i64> = s.spike_clusters.iter().map(|&c| i64::from(c)).collect();
     let tested = SpikeTrains::from_labels(&s.spike_times, &labels).unwrap();
@@ -29,9 +31,14 @@ fn accuracies(rec: &GroundTruthRecording, output: &SortOutput) -> Vec<f64> {
     )
     .unwrap()
     .performance(MatchMode::Hungarian)
-    .iter()
-    .map(|p| p.accuracy)
-    .collect()
+}
+
+/// Per-unit accuracy of the sorting against the truth.
+fn accuracies(rec: &GroundTruthRecording, output: &SortOutput) -> Vec<f64> {
+    performance(rec, output)
+        .iter()
+        .map(|p| p.accuracy)
+        .collect()
 }
 
 /// Sorts `rec` with `nblocks` and returns each true unit's accuracy, printed with `what`.
@@ -58,23 +65,9 @@ fn mean(v: &[f64]) -> f64 {
     v.iter().sum::<f64>() / v.len() as f64
 }
 
-/// Per-unit recall of the sorting against the truth (SpikeInterface's Hungarian match,
-/// 0.4 ms), the scoring of the sort example.
+/// Per-unit recall of the sorting against the truth.
 fn recalls(rec: &GroundTruthRecording, output: &SortOutput) -> Vec<f64> {
-    let s = &output.sorting;
-    let labels: Vec<i64> = s.spike_clusters.iter().map(|&c| i64::from(c)).collect();
-    let tested = SpikeTrains::from_labels(&s.spike_times, &labels).unwrap();
-    compare_to_ground_truth(
-        &rec.spike_trains(),
-        &tested,
-        rec.info().sample_rate,
-        &CompareOptions::default(),
-    )
-    .unwrap()
-    .performance(MatchMode::Hungarian)
-    .iter()
-    .map(|p| p.recall)
-    .collect()
+    performance(rec, output).iter().map(|p| p.recall).collect()
 }
 
 /// Sorts `channels` channels of 5 s with 4 units and 20 um of drift, drift correction asked

@@ -123,18 +123,7 @@ pub fn check_probe(channel_y: &[f32], settings: &DriftSettings) -> Result<Option
     if settings.nblocks == 0 {
         return Ok(None);
     }
-    if channel_y.is_empty() {
-        return Err(Error::Input {
-            what: "channel positions",
-            reason: "no channels".to_string(),
-        });
-    }
-    if let Some(c) = channel_y.iter().position(|y| !y.is_finite()) {
-        return Err(Error::Input {
-            what: "channel positions",
-            reason: format!("channel {c} at depth {}", channel_y[c]),
-        });
-    }
+    check_depths(channel_y)?;
     let bins = DepthBins::new(channel_y, settings.binning_depth)?;
     let (low, high) = channel_y
         .iter()
@@ -275,18 +264,7 @@ pub fn estimate_drift(
             reason: "no batches".to_string(),
         });
     }
-    if channel_y.is_empty() {
-        return Err(Error::Input {
-            what: "channel positions",
-            reason: "no channels".to_string(),
-        });
-    }
-    if let Some(c) = channel_y.iter().position(|y| !y.is_finite()) {
-        return Err(Error::Input {
-            what: "channel positions",
-            reason: format!("channel {c} at depth {}", channel_y[c]),
-        });
-    }
+    check_depths(channel_y)?;
     let n = spikes.depth.len();
     if spikes.amplitude.len() != n || spikes.batch.len() != n {
         return Err(Error::Input {
@@ -327,6 +305,23 @@ pub fn estimate_drift(
         block_centres,
         spike_counts: prints.counts,
     })
+}
+
+/// The channels' depths can be binned: at least one channel, every depth finite.
+fn check_depths(channel_y: &[f32]) -> Result<()> {
+    if channel_y.is_empty() {
+        return Err(Error::Input {
+            what: "channel positions",
+            reason: "no channels".to_string(),
+        });
+    }
+    if let Some(c) = channel_y.iter().position(|y| !y.is_finite()) {
+        return Err(Error::Input {
+            what: "channel positions",
+            reason: format!("channel {c} at depth {}", channel_y[c]),
+        });
+    }
+    Ok(())
 }
 
 #[cfg(test)]
