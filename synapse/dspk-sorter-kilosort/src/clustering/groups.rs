@@ -53,9 +53,9 @@ pub struct Clusters {
 /// Clusters `input`'s spikes by probe section: groups at the x centres of the channels'
 /// x positions (`channel_positions`, §6.1) and every `2 dmin` µm along y, each group clustered
 /// on its own ([`cluster_group`], with the landmark floor and split guard of a small probe
-/// when the channels fall in at most 4 groups and the settings leave them unset), the groups in parallel on up to `threads` threads. Cluster ids are
-/// numbered group by group (x centre outer, y centre inner), so the result does not depend on
-/// the thread count.
+/// when the channels fall in at most 4 groups and the settings leave them unset), the groups
+/// in parallel on up to `threads` threads. Cluster ids are numbered group by group (x centre
+/// outer, y centre inner), so the result does not depend on the thread count.
 ///
 /// # Errors
 ///
@@ -70,16 +70,15 @@ pub(super) fn cluster_spikes(
     threads: usize,
 ) -> Result<Clusters> {
     let channel_x: Vec<f32> = channel_positions.iter().map(|p| p[0]).collect();
-    let channel_x = channel_x.as_slice();
     check(input, channels)?;
-    let groups = assign_groups(input.item_positions, channel_x, dmin, settings.x_centers);
+    let groups = assign_groups(input.item_positions, &channel_x, dmin, settings.x_centers);
     // Spikes of each group, in spike order.
     let n_groups = groups.iter().map(|&g| g + 1).max().unwrap_or(0);
     let mut members = vec![Vec::new(); n_groups];
     for (s, &item) in input.spike_item.iter().enumerate() {
         members[groups[item as usize]].push(s);
     }
-    let probe_groups = assign_groups(channel_positions, channel_x, dmin, settings.x_centers)
+    let probe_groups = assign_groups(channel_positions, &channel_x, dmin, settings.x_centers)
         .iter()
         .map(|&g| g + 1)
         .max()
