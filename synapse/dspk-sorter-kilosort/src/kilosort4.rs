@@ -28,7 +28,8 @@ use crate::{Error, KilosortSettings, Result, SortProbe, merging};
 /// How the recording is cut and where it goes, beyond the settings.
 #[derive(Debug, Clone, Default)]
 pub struct RunOptions {
-    /// Samples each device window owns (`None`: `batch_size`). With drift correction on
+    /// Samples each device window owns (`None`: `batch_size`, or the largest divisor of it
+    /// whose scratch fits the device's largest buffer: [`preprocessing::fitting_window`]). With drift correction on
     /// (`nblocks > 0`) it must divide `batch_size` (drift shifts are per batch: each window
     /// then lies in one batch); any length with `nblocks = 0`. Batches stay Kilosort's
     /// (`batch_size`) whatever the windows: the spikes found are the same (the values agree
@@ -356,7 +357,7 @@ impl Kilosort4 {
             }
         }
         let reading = Reading {
-            window: self.options.window.unwrap_or(self.settings.batch_size),
+            window: self.options.window,
             target: self.options.target,
             reuse: self.options.fit.as_ref(),
         };

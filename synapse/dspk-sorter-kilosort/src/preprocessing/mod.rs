@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use dspk_core::{ComputeTarget, RecordingSource};
+use dspk_ops::DeviceLimits;
 
 pub use chain::{Preprocessing, channel_offsets};
 pub use fit::{FitKey, PreprocessingFit};
@@ -22,13 +23,15 @@ pub(crate) use whitening::selected_ranges;
 pub use whitening::{WHITENING_EPS, Whitener, fit_whitening, whitening_batches};
 
 use crate::runner::{CorrectedWindows, DeviceWindows, PassReport, SortContext, resident_budget};
-use crate::{Error, KilosortSettings, Result};
+use crate::detection::centres::template_centres;
+use crate::{Error, KilosortSettings, Result, SortProbe};
 
 /// Where the preprocessing stage reads from and what it may reuse, beyond the settings.
 #[derive(Debug, Clone, Copy)]
 pub struct Reading<'a> {
-    /// Samples each window owns.
-    pub window: u64,
+    /// Samples each window owns; `None`: [`fitting_window`] (`batch_size`, or a divisor of it
+    /// where the device's largest buffer is too small for a batch's scratch).
+    pub window: Option<u64>,
     /// The device the client belongs to, so the reader can page-lock its buffers for it.
     pub target: Option<ComputeTarget>,
     /// A fit from an earlier run to reuse instead of fitting ([`PreprocessingFit::check`]).
@@ -54,7 +57,6 @@ pub fn run(
 ) -> Result<(Arc<PreprocessingFit>, CorrectedWindows)> {
     let (probe, settings) = (ctx.probe(), ctx.settings());
     let info = source.info().clone();
-    check_window(settings, reading.window)?;
     let batch = settings.batch_size;
     let sample_rate = ctx.sample_rate();
     let key = FitKey::new(info.num_samples, sample_rate, probe, settings);
@@ -84,12 +86,21 @@ pub fn run(
         0
     };
     let halo = (settings.nt + settings.trough() + delay_lag) as u64;
+    let window = match reading.window {
+        Some(window) => window,
+        None => {
+            let halos = 2 * (preprocessing.settling()? as u64 + halo);
+            let limits = DeviceLimits::of(ctx.client());
+            fitting_window(settings, scratch_per_sample(probe, settings)?, halos, limits)
+        }
+    };
+    check_window(settings, window)?;
     let budget = resident_budget(ctx.client(), settings.resident_bytes);
     let mut windows = DeviceWindows::new(
         ctx.client(),
         source,
         probe.channels().to_vec(),
-        reading.window,
+        window,
         halo,
         reading.target,
         Box::new(preprocessing),
@@ -140,6 +151,50 @@ pub fn run(
 }
 
 /// Drift correction shifts whole batches: with it on, a window must lie in one batch.
+/// The most 4-byte values per sample of a window that one device buffer of a detection or
+/// matching pass holds: detection's template projections (channels x `n_templates`), its
+/// centre scores (one per template centre), matching's PC projections (channels x `n_pcs`).
+/// (Matching's template scores, one per learned template, are not known yet: they are
+/// checked when allocated.)
+fn scratch_per_sample(probe: &SortProbe, settings: &KilosortSettings) -> Result<u64> {
+    let centres = template_centres(probe.positions(), probe.shanks(), &settings.centres())?;
+    let channels = probe.len();
+    let widest = (channels * settings.n_templates)
+        .max(channels * settings.n_pcs)
+        .max(centres.count());
+    Ok(widest as u64)
+}
+
+/// Samples each window owns when the run does not set them: `batch_size`, or where a window
+/// of a batch plus `halos` samples would need more than the device's largest buffer for
+/// `per_sample` 4-byte values per sample under `limit` (a 96-channel probe's detection scratch on
+/// lavapipe, whose buffers hold at most 128 MiB), the largest divisor of `batch_size` whose
+/// windows fit (drift correction shifts whole batches, so a window must lie in one; the
+/// spikes found do not depend on the window length, `tests/determinism.rs`). When none of at
+/// least [`MIN_FITTING_WINDOW`] samples fits, `batch_size`: the pass that allocates the
+/// buffer then names it and the limit.
+#[must_use]
+pub fn fitting_window(
+    settings: &KilosortSettings,
+    per_sample: u64,
+    halos: u64,
+    limit: DeviceLimits,
+) -> u64 {
+    let fits = |window: u64| {
+        let values = (window + halos).saturating_mul(per_sample);
+        limit.check("window", values, 4).is_ok()
+    };
+    let batch = settings.batch_size;
+    (1..=batch / MIN_FITTING_WINDOW.min(batch))
+        .filter(|k| batch.is_multiple_of(*k))
+        .map(|k| batch / k)
+        .find(|&window| fits(window))
+        .unwrap_or(batch)
+}
+
+/// The shortest window [`fitting_window`] chooses (1/30 s at 30 kHz).
+pub const MIN_FITTING_WINDOW: u64 = 1_000;
+
 fn check_window(settings: &KilosortSettings, window: u64) -> Result<()> {
     if settings.nblocks > 0 && !settings.batch_size.is_multiple_of(window.max(1)) {
         return Err(Error::Setting {
@@ -152,4 +207,43 @@ fn check_window(settings: &KilosortSettings, window: u64) -> Result<()> {
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use dspk_ops::DeviceLimits;
+
+    use super::fitting_window;
+    use crate::KilosortSettings;
+
+    fn limits(max_buffer_bytes: u64) -> DeviceLimits {
+        DeviceLimits {
+            max_values: u64::from(u32::MAX),
+            max_buffer_bytes,
+        }
+    }
+
+    #[test]
+    fn a_window_is_a_batch_unless_its_scratch_is_over_the_largest_buffer() {
+        let settings = KilosortSettings::default(); // batch_size 60 000
+        let lavapipe = limits(128 << 20);
+        // 64 channels x 6 templates: 60 000 + 600 samples take 93 MB.
+        assert_eq!(fitting_window(&settings, 384, 600, lavapipe), 60_000);
+        // 96 channels: 140 MB for a batch; half a batch fits.
+        assert_eq!(fitting_window(&settings, 576, 600, lavapipe), 30_000);
+        // 384 channels: (w + 600) * 2304 * 4 <= 134 217 728 -> w <= 13 963: 12 000 divides.
+        assert_eq!(fitting_window(&settings, 2304, 600, lavapipe), 12_000);
+        // Nothing of at least 1 000 samples fits: the batch (the pass names the buffer).
+        assert_eq!(fitting_window(&settings, 1 << 20, 600, lavapipe), 60_000);
+        // 32-bit indexing binds too: at most u32::MAX values in one buffer.
+        let huge = limits(u64::MAX);
+        assert_eq!(fitting_window(&settings, 1 << 16, 0, huge), 60_000);
+        assert_eq!(fitting_window(&settings, 1 << 17, 0, huge), 30_000);
+        // A batch shorter than the shortest window chosen stays whole.
+        let short = KilosortSettings {
+            batch_size: 500,
+            ..KilosortSettings::default()
+        };
+        assert_eq!(fitting_window(&short, 1 << 30, 0, lavapipe), 500);
+    }
 }
