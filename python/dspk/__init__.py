@@ -9,8 +9,10 @@ same recordings and probes, and the same Phy folder::
     result = dspk.sort(rec, probe="chanMap.mat", settings={"Th_learned": 7}, out="sorted/")
     result.spike_times, result.spike_clusters, result.amplitudes, result.templates
 
-A SpikeInterface recording is sorted as it is (``dspk.sort(si_recording)``): dspk reads its
-chunks with ``get_traces`` unscaled (``return_in_uV=False``), so int16 recordings reach the device as int16.
+A SpikeInterface recording is sorted as it is (``dspk.sort(si_recording)``): one that is a
+single binary file (a binary recording or a saved folder) is read from that file by dspk's
+reader; any other in chunks through ``get_traces`` unscaled (``return_in_uV=False``). Either
+way int16 recordings reach the device as int16.
 ``import dspk.spikeinterface`` registers the sorters ``dspk_kilosort4`` and ``dspk_emusort``
 with SpikeInterface (``si.run_sorter("dspk_kilosort4", recording, folder=...)``).
 
@@ -207,10 +209,36 @@ def _shank_numbers(recording: Any) -> np.ndarray:
     return np.asarray(shanks, dtype=np.uint32)
 
 
+def _binary_file(recording: Any) -> Optional[tuple[str, int]]:
+    """The file and header length of a SpikeInterface recording whose samples are one
+    interleaved little-endian binary file (``is_binary_compatible()``: a binary recording or a
+    saved binary folder, not sliced or preprocessed), else ``None``."""
+    try:
+        if not recording.is_binary_compatible():
+            return None
+        description = recording.get_binary_description()
+    except Exception:
+        return None
+    paths = list(description.get("file_paths") or [])
+    dtype = np.dtype(description.get("dtype"))
+    if (
+        len(paths) != 1
+        or description.get("time_axis") != 0
+        or description.get("num_channels") != recording.get_num_channels()
+        or dtype != np.dtype(recording.get_dtype())
+        or dtype.byteorder == ">"
+        or not os.path.isfile(paths[0])
+    ):
+        return None
+    return os.fspath(paths[0]), int(description.get("file_offset") or 0)
+
+
 def _from_spikeinterface(recording: Any) -> Recording:
-    """A SpikeInterface recording (its segment 0) as a ``dspk.Recording`` read through
-    ``get_traces`` (unscaled, SpikeInterface's default): stored values with their gains and offsets, channel
-    locations from ``get_channel_locations()``, shanks from the probe's ``shank_ids``."""
+    """A SpikeInterface recording (its segment 0) as a ``dspk.Recording``: stored values with
+    their gains and offsets, channel locations from ``get_channel_locations()``, shanks from
+    the probe's ``shank_ids``. A recording that is one binary file (``is_binary_compatible()``)
+    is read from that file by dspk's own reader, as ``dspk sort`` reads it; any other through
+    ``get_traces`` (unscaled, SpikeInterface's default)."""
     segments = recording.get_num_segments()
     if segments != 1:
         raise ValueError(
@@ -242,6 +270,7 @@ def _from_spikeinterface(recording: Any) -> Recording:
         offsets.tolist(),
         np.ascontiguousarray(locations[:, :2]),
         _shank_numbers(recording).tolist(),
+        _binary_file(recording),
     )
 
 

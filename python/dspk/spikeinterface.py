@@ -10,9 +10,12 @@ module is imported::
 The parameters are Kilosort4's settings under its own names (those of ``dspk sort --set``),
 plus ``keep_good_only`` (SpikeInterface's, as for ``kilosort4``) and ``device`` (the runtime's
 Nth device). The sort runs in-process: the recording SpikeInterface saved in the folder is read
-chunk by chunk through ``get_traces`` (int16 stays int16 up to the device), and the Phy folder
-is written into ``sorter_output``. Processes that did not import this module (Dask workers)
-register the sorters with :func:`register` (``client.run(dspk.spikeinterface.register)``).
+from its binary file when it is one (``si.read_binary``, a saved folder), else chunk by chunk
+through ``get_traces`` (int16 stays int16 up to the device either way), and the Phy folder is
+written into ``sorter_output``. Processes that did not import this module (Dask workers)
+register the sorters with :func:`register`; :func:`register_on_dask` does it on every worker
+of a Dask cluster, those that join later included (a cluster that grows, such as
+dask-jobqueue's ``SLURMCluster``).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from spikeinterface.sorters.basesorter import BaseSorter
 import dspk
 from dspk import _dspk
 
-__all__ = ["DspkEmusortSorter", "DspkKilosort4Sorter", "register"]
+__all__ = ["DspkEmusortSorter", "DspkKilosort4Sorter", "register", "register_on_dask"]
 
 #: What each setting does (Kilosort4's names; dspk's own marked "dspk:").
 SETTING_DESCRIPTIONS = {
@@ -240,6 +243,21 @@ def register() -> None:
         if sorter not in sorterlist.sorter_full_list:
             sorterlist.sorter_full_list.append(sorter)
         sorterlist.sorter_dict[sorter.sorter_name] = sorter
+
+
+def register_on_dask(client) -> None:
+    """Registers the sorters on every worker of the ``dask.distributed`` ``client``'s cluster,
+    now and on workers that join later (a worker plugin), so that SpikeInterface's Dask engine
+    (``run_sorter_jobs(jobs, engine="dask", engine_kwargs={"client": client})``) finds them."""
+    from distributed.diagnostics.plugin import WorkerPlugin
+
+    class _Register(WorkerPlugin):
+        name = "dspk.spikeinterface"
+
+        def setup(self, worker):
+            register()
+
+    client.register_plugin(_Register())
 
 
 register()

@@ -6,6 +6,7 @@ use std::error::Error;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use dspk::io::{ByteOrder, RawRecording, RawSpec, SampleOrder};
 use dspk::kilosort::SortProbe;
 use dspk::{ChannelInfo, RecordingInfo, RecordingSource, SampleFormat, SampleRate};
 use dspk_cli::recording::{
@@ -27,12 +28,14 @@ enum Origin {
         /// What opened it.
         opened: Opened,
     },
-    /// A Python object read through `get_traces`.
+    /// A Python object read through `get_traces`, or from its own binary file.
     Python {
         /// Each channel's `[x, y]` (µm), from `get_channel_locations()`.
         positions: Vec<[f64; 2]>,
         /// Each channel's shank (the probe's `shank_ids`; all 0 without them).
         shanks: Vec<u32>,
+        /// The object's binary file when the samples are read from it.
+        file: Option<PathBuf>,
     },
 }
 
@@ -79,7 +82,9 @@ impl Recording {
             Origin::Path { path, opened } => {
                 sort_channels(path, &opened.format, file, num_channels, line_pitch)
             }
-            Origin::Python { positions, shanks } => {
+            Origin::Python {
+                positions, shanks, ..
+            } => {
                 if let Some(file) = file {
                     let probe = read_probe_file(file)?;
                     let channels = SortProbe::from_probe(&probe, num_channels, &[])?;
@@ -141,21 +146,24 @@ impl Recording {
     }
 
     /// The format that opened it (`"spikeglx"`, `"plain-binary"`, ...; `"python"` for a
-    /// Python recording).
+    /// Python recording read through `get_traces`, `"python-binary"` for one read from its
+    /// binary file).
     #[getter]
     fn format(&self) -> &str {
         match &self.origin {
             Origin::Path { opened, .. } => &opened.format,
-            Origin::Python { .. } => "python",
+            Origin::Python { file: None, .. } => "python",
+            Origin::Python { file: Some(_), .. } => "python-binary",
         }
     }
 
-    /// The path it was opened from (`None` for a Python recording).
+    /// The path it was opened from, or the binary file a Python recording is read from
+    /// (`None` for one read through `get_traces`).
     #[getter]
     fn path(&self) -> Option<PathBuf> {
         match &self.origin {
             Origin::Path { path, .. } => Some(path.clone()),
-            Origin::Python { .. } => None,
+            Origin::Python { file, .. } => file.clone(),
         }
     }
 
@@ -345,16 +353,19 @@ pub(crate) fn open(
 }
 
 /// A recording over the Python object `recording`, read through its `get_traces`
-/// (SpikeInterface's signature); the other arguments describe it (what
-/// `dspk.Recording.from_spikeinterface` reads from a SpikeInterface recording).
+/// (SpikeInterface's signature), or with `binary = (path, header bytes)` from the object's
+/// own interleaved little-endian file, read as the `dspk` command reads one; the other
+/// arguments describe it (what `dspk.Recording.from_spikeinterface` reads from a
+/// SpikeInterface recording).
 ///
 /// # Errors
 ///
 /// `TypeError` for a `dtype` dspk does not read (int16, uint16, int32, float32);
 /// `ValueError` for lists whose lengths disagree with the channel count, locations that are
-/// not `channels x 2`, a rate that is not positive, gains or offsets that are not finite.
+/// not `channels x 2`, a rate that is not positive, gains or offsets that are not finite;
+/// `DspkError` for a `binary` file that cannot be read or is shorter than described.
 #[pyfunction]
-#[pyo3(signature = (recording, sampling_frequency, num_samples, dtype, channel_ids, gains, offsets, locations, shanks))]
+#[pyo3(signature = (recording, sampling_frequency, num_samples, dtype, channel_ids, gains, offsets, locations, shanks, binary=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn python_recording(
     recording: Py<PyAny>,
@@ -366,6 +377,7 @@ pub(crate) fn python_recording(
     offsets: Vec<f64>,
     locations: PyReadonlyArray2<'_, f64>,
     shanks: Vec<u32>,
+    binary: Option<(PathBuf, u64)>,
 ) -> PyResult<Recording> {
     let format = SampleFormat::ALL
         .into_iter()
@@ -394,11 +406,34 @@ pub(crate) fn python_recording(
     let channels = (channel_ids.into_iter().zip(gains.iter().zip(&offsets)))
         .map(|(id, (&gain, &offset))| ChannelInfo::new(id, gain, offset, "uV"))
         .collect();
-    let info = RecordingInfo::new(channels, num_samples, rate, format)
-        .map_err(|e| PyValueError::new_err(e.to_string()))?;
     let positions = locations.rows().into_iter().map(|r| [r[0], r[1]]).collect();
+    let file = binary.as_ref().map(|(path, _)| path.clone());
+    let source: Arc<dyn RecordingSource> = match binary {
+        // The object's own file, read as the command reads one (no Python in the loop).
+        Some((path, header_bytes)) => {
+            let spec = RawSpec {
+                channels,
+                sample_rate: rate,
+                format,
+                byte_order: ByteOrder::Little,
+                order: SampleOrder::Interleaved,
+                header_bytes,
+                num_samples: Some(num_samples),
+            };
+            Arc::new(RawRecording::new(&path, spec).map_err(|e| dspk_error(&e))?)
+        }
+        None => {
+            let info = RecordingInfo::new(channels, num_samples, rate, format)
+                .map_err(|e| PyValueError::new_err(e.to_string()))?;
+            Arc::new(PyTracesSource::new(recording, info))
+        }
+    };
     Ok(Recording {
-        source: Arc::new(PyTracesSource::new(recording, info)),
-        origin: Origin::Python { positions, shanks },
+        source,
+        origin: Origin::Python {
+            positions,
+            shanks,
+            file,
+        },
     })
 }

@@ -38,8 +38,9 @@ def test_run_sorter_jobs_on_dask(tmp_path):
         )
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True) as cluster:
         with distributed.Client(cluster) as client:
-            # The workers are other processes: they register the sorters too.
-            client.run(dspk.spikeinterface.register)
+            # The workers are other processes: they register the sorters too (a worker plugin,
+            # as on a cluster whose workers come and go).
+            dspk.spikeinterface.register_on_dask(client)
             si.run_sorter_jobs(jobs, engine="dask", engine_kwargs={"client": client})
 
     log = json.loads((tmp_path / "sort0" / "spikeinterface_log.json").read_text())

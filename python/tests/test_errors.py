@@ -92,6 +92,30 @@ def test_stored_integers_cross_as_they_are():
     np.testing.assert_allclose(rec.get_channel_locations(), recording.get_channel_locations())
 
 
+def test_a_binary_recording_is_read_from_its_file(tmp_path):
+    import spikeinterface.full as si
+
+    traces = (np.arange(3001 * 5, dtype=np.int64).reshape(3001, 5) % 2000 - 1000).astype(np.int16)
+    path = tmp_path / "with_header.bin"
+    path.write_bytes(b"\x07" * 64 + traces.tobytes())
+    recording = si.read_binary(path, sampling_frequency=30000.0, dtype="int16", num_channels=5,
+                               file_offset=64, gain_to_uV=0.5, offset_to_uV=-3.0)
+    recording.set_probe(numpy_recording(traces).get_probe())  # in place (SpikeInterface 0.105)
+    rec = dspk._from_spikeinterface(recording)
+    assert rec.format == "python-binary" and rec.path == path
+    np.testing.assert_array_equal(rec.get_traces(0, 3001), traces)
+    np.testing.assert_allclose(rec.get_traces(7, 2999, return_scaled=True),
+                               recording.get_traces(start_frame=7, end_frame=2999, return_in_uV=True),
+                               rtol=1e-6)
+    # Sliced or preprocessed, it is no longer the file's samples: read through get_traces.
+    sliced = recording.select_channels(recording.channel_ids[:3])
+    assert dspk._from_spikeinterface(sliced).format == "python"
+    # A file shorter than the recording says it is: the reader's error.
+    path.write_bytes(b"\x07" * 64 + traces[:100].tobytes())
+    with pytest.raises(dspk.DspkError, match="with_header.bin"):
+        dspk._from_spikeinterface(recording)
+
+
 def test_a_failing_get_traces_is_the_cause():
     recording = numpy_recording(np.zeros((90000, 4), dtype=np.int16))
 
