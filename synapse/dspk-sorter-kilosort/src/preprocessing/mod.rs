@@ -22,8 +22,8 @@ pub use fit::{FitKey, PreprocessingFit};
 pub(crate) use whitening::selected_ranges;
 pub use whitening::{WHITENING_EPS, Whitener, fit_whitening, whitening_batches};
 
-use crate::runner::{CorrectedWindows, DeviceWindows, PassReport, SortContext, resident_budget};
 use crate::detection::centres::template_centres;
+use crate::runner::{CorrectedWindows, DeviceWindows, PassReport, SortContext, resident_budget};
 use crate::{Error, KilosortSettings, Result, SortProbe};
 
 /// Where the preprocessing stage reads from and what it may reuse, beyond the settings.
@@ -91,7 +91,12 @@ pub fn run(
         None => {
             let halos = 2 * (preprocessing.settling()? as u64 + halo);
             let limits = DeviceLimits::of(ctx.client());
-            fitting_window(settings, scratch_per_sample(probe, settings)?, halos, limits)
+            fitting_window(
+                settings,
+                scratch_per_sample(probe, settings)?,
+                halos,
+                limits,
+            )
         }
     };
     check_window(settings, window)?;
