@@ -34,8 +34,8 @@ enum Origin {
         positions: Vec<[f64; 2]>,
         /// Each channel's shank (the probe's `shank_ids`; all 0 without them).
         shanks: Vec<u32>,
-        /// The object's binary file when the samples are read from it.
-        file: Option<PathBuf>,
+        /// The object's binary file and its header's length, when the samples are read from it.
+        file: Option<(PathBuf, u64)>,
     },
 }
 
@@ -104,10 +104,18 @@ impl Recording {
     }
 
     /// The raw file Phy can show traces from (a path recording's, where it keeps one in
-    /// Phy's layout).
+    /// Phy's layout; a Python recording's binary file when it has no header).
     pub(crate) fn phy_dat(&self) -> Option<PhyDat> {
         match &self.origin {
             Origin::Path { path, opened } => opened.phy_dat(path),
+            // Phy reads interleaved samples from the file's start.
+            Origin::Python {
+                file: Some((path, 0)),
+                ..
+            } => Some(PhyDat {
+                path: std::path::absolute(path).unwrap_or_else(|_| path.clone()),
+                columns: self.source.info().num_channels(),
+            }),
             Origin::Python { .. } => None,
         }
     }
@@ -163,7 +171,7 @@ impl Recording {
     fn path(&self) -> Option<PathBuf> {
         match &self.origin {
             Origin::Path { path, .. } => Some(path.clone()),
-            Origin::Python { file, .. } => file.clone(),
+            Origin::Python { file, .. } => file.as_ref().map(|(path, _)| path.clone()),
         }
     }
 
@@ -407,7 +415,7 @@ pub(crate) fn python_recording(
         .map(|(id, (&gain, &offset))| ChannelInfo::new(id, gain, offset, "uV"))
         .collect();
     let positions = locations.rows().into_iter().map(|r| [r[0], r[1]]).collect();
-    let file = binary.as_ref().map(|(path, _)| path.clone());
+    let file = binary.clone();
     let source: Arc<dyn RecordingSource> = match binary {
         // The object's own file, read as the command reads one (no Python in the loop).
         Some((path, header_bytes)) => {

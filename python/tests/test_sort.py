@@ -68,6 +68,9 @@ def test_run_sorter_scores_against_the_truth(python_sort, ground_truth, tmp_path
     assert len(sorting.unit_ids) == result.num_units
     times, _ = spike_arrays(tmp_path / "si_sort" / "sorter_output")
     np.testing.assert_array_equal(times, result.spike_times)
+    # Read from the saved folder's file, which Phy is pointed at for traces.
+    params = (tmp_path / "si_sort" / "sorter_output" / "params.py").read_text()
+    assert "traces_cached_seg0.raw" in params and "n_channels_dat = 32" in params, params
     comparison = si.compare_sorter_to_ground_truth(truth, sorting)
     accuracy = comparison.get_performance()["accuracy"].astype(float).to_numpy()
     well = comparison.count_well_detected_units(0.8)
