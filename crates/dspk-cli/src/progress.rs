@@ -1,8 +1,10 @@
-//! Progress on stderr when it is a terminal (nothing is drawn otherwise, so logs stay clean):
-//! one bar per stage of a sort with its ETA ([`StageBars`]), a bar over any count
-//! ([`progress_bar`]), and a stream's windows processed under a bar ([`run_stream`]).
+//! Progress on stderr: one bar per stage of a sort with its ETA on a terminal, plain lines
+//! every few seconds otherwise (a log, a pipe, a batch job: [`StageBars`], [`StageLines`]); a
+//! bar over any count ([`progress_bar`]) and a stream's windows processed under a bar
+//! ([`run_stream`]), drawn only on a terminal.
 
 use std::error::Error;
+use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
 use dspk::ops::{DeviceWindow, WindowStream};
@@ -55,12 +57,83 @@ enum Shown {
     Waiting(ProgressBar),
 }
 
-/// The bars of a sort's stages. A pass's bar counts its windows with an ETA of its own and is
-/// left drawn when the pass ends; a host stage (clustering, merges), which reports only when it
-/// ends, shows a spinner while it runs and then one line with its time. Nothing is drawn when
-/// stderr is not a terminal (logs stay clean).
+/// The progress of a sort's stages on stderr. On a terminal, bars: a pass's bar counts its
+/// windows with an ETA of its own and is left drawn when the pass ends; a host stage
+/// (clustering, merges), which reports only when it ends, shows a spinner while it runs and then
+/// one line with its time. When stderr is not a terminal, [`StageLines`] every
+/// [`LINE_INTERVAL`], so a long run in a log never looks hung.
 pub struct StageBars {
     shown: Option<Shown>,
+    lines: Option<StageLines<std::io::Stderr>>,
+}
+
+/// How often [`StageBars`] writes a line for a running pass when stderr is not a terminal.
+pub const LINE_INTERVAL: Duration = Duration::from_secs(5);
+
+/// Progress as plain lines on `out`, each with the time since the first report: a line when a
+/// pass starts, at most one per `every` while it runs (its windows and percentage), and one
+/// when a stage ends (with its time: from the previous stage's end, so a host stage that only
+/// reports its end is timed too). Write errors are ignored: progress never fails a sort.
+pub struct StageLines<W: Write> {
+    out: W,
+    every: Duration,
+    started: Instant,
+    /// The end of the previous stage (a stage starts there).
+    last_end: Instant,
+    /// The running pass and when its last line was written.
+    running: Option<(&'static str, Instant)>,
+}
+
+impl<W: Write> StageLines<W> {
+    /// Lines on `out`, a running pass's at most every `every`.
+    pub fn new(out: W, every: Duration) -> Self {
+        let now = Instant::now();
+        Self {
+            out,
+            every,
+            started: now,
+            last_end: now,
+            running: None,
+        }
+    }
+
+    /// Reports that `done` of `total` windows of `stage` are done.
+    pub fn update(&mut self, stage: &'static str, done: usize, total: usize) {
+        let now = Instant::now();
+        let at = now.duration_since(self.started).as_secs_f64();
+        if done >= total {
+            let took = now.duration_since(self.last_end).as_secs_f64();
+            let windows = if total > 1 {
+                format!(", {total} windows")
+            } else {
+                String::new()
+            };
+            let _ = writeln!(
+                self.out,
+                "{at:>8.1} s  {stage}: done in {took:.1} s{windows}"
+            );
+            self.last_end = now;
+            self.running = None;
+            return;
+        }
+        let due = match self.running {
+            Some((name, last)) if name == stage => now.duration_since(last) >= self.every,
+            _ => true,
+        };
+        if due {
+            let percent = done * 100 / total.max(1);
+            let _ = writeln!(
+                self.out,
+                "{at:>8.1} s  {stage}: {done}/{total} windows ({percent}%)"
+            );
+            self.running = Some((stage, now));
+        }
+    }
+
+    /// What was written (for tests and callers that keep the lines).
+    pub fn into_inner(self) -> W {
+        self.out
+    }
 }
 
 /// The bar of a pass.
@@ -89,16 +162,29 @@ impl Default for StageBars {
 }
 
 impl StageBars {
-    /// A spinner until the first report (the first stages run on the host).
+    /// On a terminal, a spinner until the first report (the first stages run on the host);
+    /// otherwise [`StageLines`] on stderr every [`LINE_INTERVAL`].
     #[must_use]
     pub fn new() -> Self {
-        Self {
-            shown: Some(Shown::Waiting(waiting())),
+        if std::io::stderr().is_terminal() {
+            Self {
+                shown: Some(Shown::Waiting(waiting())),
+                lines: None,
+            }
+        } else {
+            Self {
+                shown: None,
+                lines: Some(StageLines::new(std::io::stderr(), LINE_INTERVAL)),
+            }
         }
     }
 
     /// Shows that `done` of `total` windows of `stage` are done.
     pub fn update(&mut self, stage: &'static str, done: usize, total: usize) {
+        if let Some(lines) = &mut self.lines {
+            lines.update(stage, done, total);
+            return;
+        }
         let ended = done >= total;
         match self.shown.take() {
             Some(Shown::Pass(name, bar)) if name == stage => {
@@ -153,9 +239,53 @@ impl StageBars {
 mod tests {
     use super::*;
 
+    fn written(lines: StageLines<Vec<u8>>) -> Vec<String> {
+        let text = String::from_utf8(lines.into_inner()).unwrap();
+        // Without the time column (the first 12 characters).
+        text.lines().map(|l| l[12..].to_string()).collect()
+    }
+
+    #[test]
+    fn lines_report_each_pass_at_its_start_and_end_and_host_stages_at_their_end() {
+        let mut lines = StageLines::new(Vec::new(), Duration::from_secs(3600));
+        lines.update("whitening fit", 1, 20);
+        lines.update("whitening fit", 2, 20); // within the interval: no line
+        lines.update("whitening fit", 20, 20);
+        lines.update("first clustering", 1, 1);
+        lines.update("detection", 0, 7);
+        lines.update("detection", 7, 7);
+        let text = written(lines);
+        assert_eq!(text.len(), 5, "{text:?}");
+        assert_eq!(text[0], "whitening fit: 1/20 windows (5%)");
+        assert!(
+            text[1].starts_with("whitening fit: done in ") && text[1].ends_with(" s, 20 windows")
+        );
+        assert!(text[2].starts_with("first clustering: done in ") && text[2].ends_with(" s"));
+        assert_eq!(text[3], "detection: 0/7 windows (0%)");
+        assert!(text[4].starts_with("detection: done in "), "{text:?}");
+        // Each line starts with the time since the first report.
+        let mut lines = StageLines::new(Vec::new(), Duration::ZERO);
+        lines.update("matching", 1, 3);
+        lines.update("matching", 2, 3);
+        let text = String::from_utf8(lines.into_inner()).unwrap();
+        assert_eq!(text.lines().count(), 2, "{text}");
+        assert!(text.lines().all(|l| {
+            l.trim_start()
+                .split(' ')
+                .next()
+                .unwrap()
+                .parse::<f64>()
+                .is_ok()
+        }));
+        assert!(text.ends_with("matching: 2/3 windows (66%)\n"), "{text}");
+    }
+
     #[test]
     fn passes_get_bars_and_host_stages_spinners() {
-        let mut bars = StageBars::new();
+        let mut bars = StageBars {
+            shown: Some(Shown::Waiting(waiting())),
+            lines: None,
+        };
         assert!(matches!(bars.shown, Some(Shown::Waiting(_))));
         bars.update("preprocessing", 1, 4);
         let Some(Shown::Pass("preprocessing", first)) = &bars.shown else {
