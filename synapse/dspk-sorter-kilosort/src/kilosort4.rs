@@ -29,11 +29,11 @@ use crate::{Error, KilosortSettings, Result, SortProbe, merging};
 #[derive(Debug, Clone, Default)]
 pub struct RunOptions {
     /// Samples each device window owns (`None`: `batch_size`, or the largest divisor of it
-    /// whose scratch fits the device's largest buffer: [`preprocessing::fitting_window`]). With drift correction on
-    /// (`nblocks > 0`) it must divide `batch_size` (drift shifts are per batch: each window
-    /// then lies in one batch); any length with `nblocks = 0`. Batches stay Kilosort's
-    /// (`batch_size`) whatever the windows: the spikes found are the same (the values agree
-    /// to float rounding: a window's filters settle within its halo).
+    /// whose scratch fits the device's largest buffer: [`preprocessing::fitting_window`]).
+    /// With drift correction on (`nblocks > 0`) it must divide `batch_size` (drift shifts are
+    /// per batch: each window then lies in one batch); any length with `nblocks = 0`.
+    /// Batches stay Kilosort's (`batch_size`) whatever the windows: the spikes found are the
+    /// same (the values agree to float rounding: a window's filters settle within its halo).
     pub window: Option<u64>,
     /// The device the client belongs to, so the reader can page-lock its buffers for it.
     pub target: Option<ComputeTarget>,

@@ -155,7 +155,6 @@ pub fn run(
     Ok((fit, windows))
 }
 
-/// Drift correction shifts whole batches: with it on, a window must lie in one batch.
 /// The most 4-byte values per sample of a window that one device buffer of a detection or
 /// matching pass holds: detection's template projections (channels x `n_templates`), its
 /// centre scores (one per template centre), matching's PC projections (channels x `n_pcs`).
@@ -171,13 +170,13 @@ fn scratch_per_sample(probe: &SortProbe, settings: &KilosortSettings) -> Result<
 }
 
 /// Samples each window owns when the run does not set them: `batch_size`, or where a window
-/// of a batch plus `halos` samples would need more than the device's largest buffer for
-/// `per_sample` 4-byte values per sample under `limit` (a 96-channel probe's detection scratch on
-/// lavapipe, whose buffers hold at most 128 MiB), the largest divisor of `batch_size` whose
-/// windows fit (drift correction shifts whole batches, so a window must lie in one; the
-/// spikes found do not depend on the window length, `tests/determinism.rs`). When none of at
-/// least [`MIN_FITTING_WINDOW`] samples fits, `batch_size`: the pass that allocates the
-/// buffer then names it and the limit.
+/// of a batch plus `halos` samples would need more than `limit`'s largest buffer for
+/// `per_sample` 4-byte values per sample (a 96-channel probe's detection scratch on lavapipe,
+/// whose buffers hold at most 128 MiB), the largest divisor of `batch_size` whose windows fit
+/// (drift correction shifts whole batches, so a window must lie in one; the spikes found do
+/// not depend on the window length, `tests/determinism.rs`). When none of at least
+/// [`MIN_FITTING_WINDOW`] samples fits, `batch_size`: the pass that allocates the buffer then
+/// names it and the limit.
 #[must_use]
 pub fn fitting_window(
     settings: &KilosortSettings,
@@ -200,6 +199,7 @@ pub fn fitting_window(
 /// The shortest window [`fitting_window`] chooses (1/30 s at 30 kHz).
 pub const MIN_FITTING_WINDOW: u64 = 1_000;
 
+/// Drift correction shifts whole batches: with it on, a window must lie in one batch.
 fn check_window(settings: &KilosortSettings, window: u64) -> Result<()> {
     if settings.nblocks > 0 && !settings.batch_size.is_multiple_of(window.max(1)) {
         return Err(Error::Setting {
