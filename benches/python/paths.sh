@@ -38,12 +38,8 @@ ensure_recording "$BENCH/gen_ground_truth.py" "$gt" --channels 384 --units 96 --
 for rep in $(seq 1 "$REPEATS"); do
   rm -rf "$WORK/cli" "$WORK/python" "$WORK/si"
   timed "command $rep" "$SORT" sort "$gt/recording.bin" --probe "$gt/chanMap.json" --out "$WORK/cli" | grep -E "sorted:|DSPK_WALL"
-  start=$(date +%s.%N)
-  python3 "$HERE/paths.py" python "$gt" "$WORK/python" 2>&1 | grep -E "dspk.sort:|PATH_"
-  echo "DSPK_WALL python $rep $(python3 -c "print(f'{$(date +%s.%N) - $start:.2f}')") s"
-  start=$(date +%s.%N)
-  python3 "$HERE/paths.py" si "$gt" "$WORK/si" 2>&1 | grep -E "run_sorter:|PATH_|Error"
-  echo "DSPK_WALL si $rep $(python3 -c "print(f'{$(date +%s.%N) - $start:.2f}')") s"
+  timed "python $rep" python3 "$HERE/paths.py" python "$gt" "$WORK/python" | grep -E "dspk.sort:|PATH_|DSPK_WALL"
+  timed "si $rep" python3 "$HERE/paths.py" si "$gt" "$WORK/si" | grep -E "run_sorter:|PATH_|Error|DSPK_WALL"
 done
 for way in cli python si/sorter_output; do
   python3 "$BENCH/score.py" "$WORK/$way" --gt "$gt" --name "$way" 2>&1 | grep SUMMARY
@@ -56,9 +52,7 @@ for seed in "${seeds[@]}"; do
   folders+=("$WORK/gt64_$seed")
 done
 rm -rf "$WORK/jobs"
-start=$(date +%s.%N)
-python3 "$HERE/paths.py" jobs 2 "$WORK/jobs" "${folders[@]}" 2>&1 | grep -E "JOB|PATH_WALL|Error"
-echo "DSPK_WALL jobs $(python3 -c "print(f'{$(date +%s.%N) - $start:.2f}')") s"
+timed jobs python3 "$HERE/paths.py" jobs 2 "$WORK/jobs" "${folders[@]}" | grep -E "JOB|PATH_WALL|Error|DSPK_WALL"
 for seed in "${seeds[@]}"; do
   python3 "$BENCH/score.py" "$WORK/jobs/gt64_$seed/sorter_output" --gt "$WORK/gt64_$seed" --name "job-gt64-$seed" 2>&1 | grep SUMMARY
 done
