@@ -4,7 +4,7 @@
 
 use cubecl::prelude::*;
 use dspk_ops::DeviceArray;
-use dspk_ops::launch::{CUBE_DIM, cube_count};
+use dspk_ops::launch::{UnitLayout, unit_index};
 
 use crate::runner::buffers::FIRST_BAD;
 
@@ -36,11 +36,12 @@ fn project_rows(
     #[comptime] components: usize,
     #[comptime] tile: usize,
     #[comptime] copy_input: bool,
+    #[comptime] blocked: bool,
 ) {
     let n = usize::cast_from(samples);
     let span = tile * LANES;
     let lanes_per_channel = n.div_ceil(span) * LANES;
-    let unit = ABSOLUTE_POS;
+    let unit = unit_index(blocked);
     if unit < usize::cast_from(channels) * lanes_per_channel {
         let c = unit / lanes_per_channel;
         let within = unit % lanes_per_channel;
@@ -124,10 +125,11 @@ impl Projection<'_> {
         let (channels, n) = (self.x.channels(), self.x.samples());
         let (copy, copy_input) = self.copy;
         let copy_len = if copy_input { channels * n } else { 1 };
+        let layout = UnitLayout::of(client);
         project_rows::launch(
             client,
-            cube_count(channels * n.div_ceil(TILE * LANES) * LANES),
-            CubeDim::new_1d(CUBE_DIM),
+            layout.cube_count(channels * n.div_ceil(TILE * LANES) * LANES),
+            layout.cube_dim(),
             self.x.arg(self.x.len()),
             self.weights.arg(self.components * self.nt),
             self.out.arg(channels * self.components * n),
@@ -139,6 +141,7 @@ impl Projection<'_> {
             self.components,
             TILE,
             copy_input,
+            layout.blocked(),
         );
     }
 }

@@ -4,6 +4,7 @@
 //! Every sum runs over its index in increasing order, so results do not depend on scheduling.
 
 use cubecl::prelude::*;
+use dspk_ops::launch::unit_index;
 
 pub(super) use crate::algorithms::projection::LANES;
 pub(super) use crate::runner::buffers::FOUND;
@@ -11,6 +12,14 @@ pub(super) use crate::runner::buffers::FOUND;
 /// For each `(g, t)`: `A[s, k] = sum_i weights[s, g, i] * bt[iC[g, i], k, t]`, and
 /// `amax[g, t] = max |A|` over the combos `s * K + k`, `codes[g, t]` the first combo reaching
 /// it (lowest index) times 2, plus 1 when its `A` is negative.
+///
+/// Only scores above the threshold matter downstream (spikes need one, and a neighbour's
+/// score only matters when larger than a spike's), so `(g, t)` whose scores cannot reach it
+/// are skipped: by Cauchy-Schwarz `|A[s, k]| <= |w[s, g]| * |bt[iC[g, :], k, t]|`, and when
+/// every template's `sum_i bt[iC[g, i], k, t]^2` is at most `skip_below` (the threshold over
+/// the largest weight norm, squared, less a margin for rounding) the unit writes `amax = 0`,
+/// `codes = 0` after `nc * K` products instead of `nc * K * S`. Scores above the threshold
+/// are computed in full, so the spikes are the same.
 ///
 /// One unit per `(g, t)`, numbered `((group * chunks + chunk) * block + member) * LANES + lane`
 /// for centre `g = group * block + member` and column `t = chunk * LANES + lane`: a cube of
@@ -26,12 +35,14 @@ pub(super) fn score_centres(
     codes: &mut [u32],
     centres: u32,
     samples: u32,
+    skip_below: f32,
     #[comptime] nc: usize,
     #[comptime] templates: usize,
     #[comptime] sizes: usize,
     #[comptime] block: usize,
+    #[comptime] blocked: bool,
 ) {
-    let unit = ABSOLUTE_POS;
+    let unit = unit_index(blocked);
     let n = usize::cast_from(samples);
     let g_count = usize::cast_from(centres);
     let chunks = n.div_ceil(LANES);
@@ -40,44 +51,101 @@ pub(super) fn score_centres(
     let g = unit / (LANES * block * chunks) * block + member;
     let t = chunk * LANES + unit % LANES;
     if g < g_count && t < n {
-        let mut acc = Array::<f32>::new(sizes * templates);
+        let mut energy = Array::<f32>::new(templates);
         #[unroll]
-        for combo in 0..sizes * templates {
-            acc[combo] = 0.0f32;
+        for k in 0..templates {
+            energy[k] = 0.0f32;
         }
-        // Per channel: its weights at every size first, then each template's projection used
-        // for all sizes. Every accumulator still sums over the channels in order.
-        let mut w = Array::<f32>::new(sizes);
         #[unroll]
         for i in 0..nc {
             let c = usize::cast_from(nearest_channels[g * nc + i]);
             #[unroll]
-            for s in 0..sizes {
-                w[s] = weights[(s * g_count + g) * nc + i];
-            }
-            #[unroll]
             for k in 0..templates {
                 let b = bt[(c * templates + k) * n + t];
-                #[unroll]
-                for s in 0..sizes {
-                    acc[s * templates + k] += w[s] * b;
-                }
+                energy[k] += b * b;
             }
         }
-        let mut best = acc[0].abs();
-        let mut code = select(acc[0] < 0.0f32, 1u32, 0u32);
+        let mut most = energy[0];
         #[unroll]
-        for combo in 1..sizes * templates {
-            let a = acc[combo];
-            let magnitude = a.abs();
-            if magnitude > best {
-                best = magnitude;
-                code = u32::cast_from(combo) * 2 + select(a < 0.0f32, 1u32, 0u32);
+        for k in 1..templates {
+            most = max(most, energy[k]);
+        }
+        if most <= skip_below {
+            amax[g * n + t] = 0.0f32;
+            codes[g * n + t] = 0u32;
+        } else {
+            score_one(
+                bt,
+                nearest_channels,
+                weights,
+                amax,
+                codes,
+                g,
+                t,
+                n,
+                g_count,
+                nc,
+                templates,
+                sizes,
+            );
+        }
+    }
+}
+
+/// `score_centres`' scores and best combo at one `(g, t)` (no skipping).
+#[cube]
+#[allow(clippy::too_many_arguments)]
+fn score_one(
+    bt: &[f32],
+    nearest_channels: &[u32],
+    weights: &[f32],
+    amax: &mut [f32],
+    codes: &mut [u32],
+    g: usize,
+    t: usize,
+    n: usize,
+    g_count: usize,
+    #[comptime] nc: usize,
+    #[comptime] templates: usize,
+    #[comptime] sizes: usize,
+) {
+    let mut acc = Array::<f32>::new(sizes * templates);
+    #[unroll]
+    for combo in 0..sizes * templates {
+        acc[combo] = 0.0f32;
+    }
+    // Per channel: its weights at every size first, then each template's projection used
+    // for all sizes. Every accumulator still sums over the channels in order.
+    let mut w = Array::<f32>::new(sizes);
+    #[unroll]
+    for i in 0..nc {
+        let c = usize::cast_from(nearest_channels[g * nc + i]);
+        #[unroll]
+        for s in 0..sizes {
+            w[s] = weights[(s * g_count + g) * nc + i];
+        }
+        #[unroll]
+        for k in 0..templates {
+            let b = bt[(c * templates + k) * n + t];
+            #[unroll]
+            for s in 0..sizes {
+                acc[s * templates + k] += w[s] * b;
             }
         }
-        amax[g * n + t] = best;
-        codes[g * n + t] = code;
     }
+    let mut best = acc[0].abs();
+    let mut code = select(acc[0] < 0.0f32, 1u32, 0u32);
+    #[unroll]
+    for combo in 1..sizes * templates {
+        let a = acc[combo];
+        let magnitude = a.abs();
+        if magnitude > best {
+            best = magnitude;
+            code = u32::cast_from(combo) * 2 + select(a < 0.0f32, 1u32, 0u32);
+        }
+    }
+    amax[g * n + t] = best;
+    codes[g * n + t] = code;
 }
 
 /// Spikes: each `(g, t)` with `t` in `owned_start..owned_start + owned_len`, `amax[g, t] >
@@ -101,8 +169,9 @@ pub(super) fn select_spikes(
     owned_len: u32,
     reach: u32,
     threshold: f32,
+    #[comptime] blocked: bool,
 ) {
-    let unit = ABSOLUTE_POS;
+    let unit = unit_index(blocked);
     let owned = usize::cast_from(owned_len);
     if unit < usize::cast_from(centres) * owned {
         let n = usize::cast_from(samples);

@@ -2,7 +2,7 @@
 
 use cubecl::CubeElement;
 use cubecl::prelude::*;
-use dspk_ops::launch::{CUBE_DIM, cube_count};
+use dspk_ops::launch::{CUBE_DIM, UnitLayout, cube_count};
 use dspk_ops::{DeviceArray, DeviceLimits, DeviceWindow};
 
 use super::DetectedSpikes;
@@ -19,6 +19,30 @@ const SCORE_BLOCK: usize = CUBE_DIM as usize / LANES;
 
 /// Spike slots allocated before the first window (grown to the most spikes one window had).
 const INITIAL_CAPACITY: usize = 1 << 12;
+
+/// The largest `sum_i bt[iC[g, i], k, t]^2` below which no score `|sum_i w[s, g, i] *
+/// bt[iC[g, i], k, t]|` can exceed `threshold` (Cauchy-Schwarz over the `nc` weights of each
+/// centre and size, `weights` as [`TemplateCentres::weights`]): `(threshold / largest weight
+/// norm)^2`, lowered by 1e-4 of itself so that f32 rounding of the sums (relative error about
+/// `nc * 2^-24`) cannot carry a score past the threshold. Zero when a weight is not finite or
+/// every norm is zero (nothing is skipped).
+fn skip_below(threshold: f32, weights: &[f32], nc: usize) -> f32 {
+    let largest = weights
+        .chunks(nc.max(1))
+        .map(|w| w.iter().map(|&v| f64::from(v) * f64::from(v)).sum::<f64>())
+        .fold(0.0f64, f64::max);
+    if !(largest.is_finite() && largest > 0.0) {
+        return 0.0;
+    }
+    let limit = f64::from(threshold).powi(2) / largest * (1.0 - 1e-4);
+    // Rounded towards zero, so never above the f64 limit.
+    let rounded = limit as f32;
+    if f64::from(rounded) > limit {
+        rounded.next_down()
+    } else {
+        rounded
+    }
+}
 
 /// Universal-template spike detection (Kilosort4 §5.2-5.3) on whitened windows, on the device.
 ///
@@ -61,7 +85,10 @@ pub struct UniversalDetector {
     templates: usize,
     pcs: usize,
     threshold: f32,
+    /// `score_centres`' `skip_below`: see [`skip_below`].
+    skip_below: f32,
     limits: DeviceLimits,
+    layout: UnitLayout,
     wtemp: DeviceArray<f32>,
     wpca: DeviceArray<f32>,
     nearest_channels: DeviceArray<u32>,
@@ -185,7 +212,9 @@ impl UniversalDetector {
             templates: templates.k(),
             pcs: templates.p(),
             threshold,
+            skip_below: skip_below(threshold, centres.weights(), centres.nc()),
             limits,
+            layout: UnitLayout::of(client),
             wtemp: upload(client, templates.wtemp())?,
             wpca: upload(client, templates.wpca())?,
             nearest_channels: upload(client, centres.nearest_channels())?,
@@ -358,8 +387,8 @@ impl UniversalDetector {
         let units = g_count.div_ceil(SCORE_BLOCK) * n.div_ceil(LANES) * SCORE_BLOCK * LANES;
         kernel::score_centres::launch(
             client,
-            cube_count(units),
-            CubeDim::new_1d(CUBE_DIM),
+            self.layout.cube_count(units),
+            self.layout.cube_dim(),
             scratch.bt.arg(self.channels * k_count * n),
             self.nearest_channels.arg(g_count * self.nc),
             self.weights.arg(self.sizes * g_count * self.nc),
@@ -367,10 +396,12 @@ impl UniversalDetector {
             scratch.codes.arg(maps),
             g_count as u32,
             n as u32,
+            self.skip_below,
             self.nc,
             k_count,
             self.sizes,
             SCORE_BLOCK,
+            self.layout.blocked(),
         );
     }
 
@@ -454,8 +485,8 @@ impl UniversalDetector {
         let units = self.centres * owned.len();
         kernel::select_spikes::launch(
             client,
-            cube_count(units),
-            CubeDim::new_1d(CUBE_DIM),
+            self.layout.cube_count(units),
+            self.layout.cube_dim(),
             scratch.amax.arg(maps),
             self.nearest_centres.arg(self.centres * self.nn),
             self.counters.arg(2),
@@ -468,6 +499,7 @@ impl UniversalDetector {
             owned.len() as u32,
             self.nt0min as u32,
             self.threshold,
+            self.layout.blocked(),
         );
     }
 

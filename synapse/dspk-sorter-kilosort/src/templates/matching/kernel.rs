@@ -7,6 +7,7 @@
 //! do not depend on scheduling.
 
 use cubecl::prelude::*;
+use dspk_ops::launch::unit_index;
 
 pub(super) use crate::runner::buffers::FOUND;
 /// `slot_of` entry of a channel where the template is zero.
@@ -25,8 +26,9 @@ pub(super) fn template_scores(
     slots: u32,
     samples: u32,
     #[comptime] pcs: usize,
+    #[comptime] blocked: bool,
 ) {
-    let unit = ABSOLUTE_POS;
+    let unit = unit_index(blocked);
     let n = usize::cast_from(samples);
     if unit < usize::cast_from(templates) * n {
         let m = unit / n;
@@ -56,8 +58,9 @@ pub(super) fn best_templates(
     templates: u32,
     samples: u32,
     nt: u32,
+    #[comptime] blocked: bool,
 ) {
-    let t = ABSOLUTE_POS;
+    let t = unit_index(blocked);
     let n = usize::cast_from(samples);
     if t < n {
         let half = usize::cast_from(nt) / 2;
@@ -95,11 +98,12 @@ pub(super) fn find_peaks(
     samples: u32,
     nt: u32,
     threshold2: f32,
+    #[comptime] blocked: bool,
 ) {
     let n = usize::cast_from(samples);
     let len = usize::cast_from(nt);
     let half = len / 2;
-    let t = ABSOLUTE_POS + half;
+    let t = unit_index(blocked) + half;
     if t + half < n {
         let v = best[t];
         if v > threshold2 {
@@ -136,8 +140,9 @@ pub(super) fn peak_params(
     first: u32,
     count: u32,
     samples: u32,
+    #[comptime] blocked: bool,
 ) {
-    let i = ABSOLUTE_POS;
+    let i = unit_index(blocked);
     if i < usize::cast_from(count) {
         let n = usize::cast_from(samples);
         let r = usize::cast_from(first) + i;
@@ -168,8 +173,9 @@ pub(super) fn subtract_scores(
     templates: u32,
     samples: u32,
     nt: u32,
+    #[comptime] blocked: bool,
 ) {
-    let unit = ABSOLUTE_POS;
+    let unit = unit_index(blocked);
     let len = usize::cast_from(nt);
     let lags = 2 * len - 1;
     let templates = usize::cast_from(templates);
@@ -223,8 +229,9 @@ pub(super) fn subtract_waveforms(
     channels: u32,
     samples: u32,
     nt: u32,
+    #[comptime] blocked: bool,
 ) {
-    let unit = ABSOLUTE_POS;
+    let unit = unit_index(blocked);
     let len = usize::cast_from(nt);
     let half = len / 2;
     let slots = usize::cast_from(slots);
@@ -293,8 +300,9 @@ pub(super) fn spike_features(
     nc: u32,
     nt: u32,
     #[comptime] pcs: usize,
+    #[comptime] blocked: bool,
 ) {
-    let unit = ABSOLUTE_POS;
+    let unit = unit_index(blocked);
     let nc = usize::cast_from(nc);
     if unit < usize::cast_from(spikes) * nc {
         let n = usize::cast_from(samples);

@@ -3,7 +3,7 @@
 use cubecl::CubeElement;
 use cubecl::bytes::Bytes;
 use cubecl::prelude::*;
-use dspk_ops::launch::{CUBE_DIM, cube_count};
+use dspk_ops::launch::UnitLayout;
 use dspk_ops::{DeviceArray, DeviceLimits, DeviceWindow};
 
 use super::MatchSettings;
@@ -58,6 +58,8 @@ pub struct Matcher {
     threshold: f32,
     max_peels: usize,
     limits: DeviceLimits,
+    /// How the kernels' units map onto cubes on this client.
+    layout: UnitLayout,
     device: Uploaded,
     /// `[FOUND, FIRST_BAD]`.
     counters: DeviceArray<u32>,
@@ -163,6 +165,7 @@ impl Matcher {
             threshold: settings.th_learned,
             max_peels: settings.max_peels,
             limits,
+            layout: UnitLayout::of(client),
             device,
             counters: alloc::<u32>(client, 2)?,
             scratch: Scratch {
@@ -357,8 +360,8 @@ impl Matcher {
         let t = &self.tables;
         kernel::template_scores::launch(
             client,
-            cube_count(t.templates * n),
-            CubeDim::new_1d(CUBE_DIM),
+            self.layout.cube_count(t.templates * n),
+            self.layout.cube_dim(),
             self.scratch.bp.arg(t.channels * t.pcs * n),
             self.device.slot_channel.arg(t.slot_channel.len()),
             self.device.slot_weights.arg(t.slot_weights.len()),
@@ -367,6 +370,7 @@ impl Matcher {
             t.slots as u32,
             n as u32,
             t.pcs,
+            self.layout.blocked(),
         );
     }
 
@@ -376,8 +380,8 @@ impl Matcher {
         let scratch = &self.scratch;
         kernel::best_templates::launch(
             client,
-            cube_count(n),
-            CubeDim::new_1d(CUBE_DIM),
+            self.layout.cube_count(n),
+            self.layout.cube_dim(),
             scratch.b.arg(t.templates * n),
             self.device.norms.arg(t.templates),
             scratch.best.arg(n),
@@ -385,11 +389,12 @@ impl Matcher {
             t.templates as u32,
             n as u32,
             t.nt as u32,
+            self.layout.blocked(),
         );
         kernel::find_peaks::launch(
             client,
-            cube_count(n.saturating_sub(t.nt - 1)),
-            CubeDim::new_1d(CUBE_DIM),
+            self.layout.cube_count(n.saturating_sub(t.nt - 1)),
+            self.layout.cube_dim(),
             scratch.best.arg(n),
             self.counters.arg(2),
             scratch.found.arg(n),
@@ -397,6 +402,7 @@ impl Matcher {
             n as u32,
             t.nt as u32,
             self.threshold * self.threshold,
+            self.layout.blocked(),
         );
     }
 
@@ -408,8 +414,8 @@ impl Matcher {
         let cap = records.capacity;
         kernel::peak_params::launch(
             client,
-            cube_count(count),
-            CubeDim::new_1d(CUBE_DIM),
+            self.layout.cube_count(count),
+            self.layout.cube_dim(),
             records.col.arg(cap),
             scratch.arg.arg(n),
             scratch.best.arg(n),
@@ -421,11 +427,12 @@ impl Matcher {
             first as u32,
             count as u32,
             n as u32,
+            self.layout.blocked(),
         );
         kernel::subtract_scores::launch(
             client,
-            cube_count(count * t.templates * (2 * t.nt - 1)),
-            CubeDim::new_1d(CUBE_DIM),
+            self.layout.cube_count(count * t.templates * (2 * t.nt - 1)),
+            self.layout.cube_dim(),
             records.col.arg(cap),
             records.tmpl.arg(cap),
             records.amp.arg(cap),
@@ -436,11 +443,12 @@ impl Matcher {
             t.templates as u32,
             n as u32,
             t.nt as u32,
+            self.layout.blocked(),
         );
         kernel::subtract_waveforms::launch(
             client,
-            cube_count(count * t.slots * t.nt),
-            CubeDim::new_1d(CUBE_DIM),
+            self.layout.cube_count(count * t.slots * t.nt),
+            self.layout.cube_dim(),
             records.col.arg(cap),
             records.tmpl.arg(cap),
             records.amp.arg(cap),
@@ -454,6 +462,7 @@ impl Matcher {
             t.channels as u32,
             n as u32,
             t.nt as u32,
+            self.layout.blocked(),
         );
     }
 
@@ -465,8 +474,8 @@ impl Matcher {
         let nc = t.feature_channels.nc;
         kernel::spike_features::launch(
             client,
-            cube_count(spikes * nc),
-            CubeDim::new_1d(CUBE_DIM),
+            self.layout.cube_count(spikes * nc),
+            self.layout.cube_dim(),
             self.scratch.xres.arg(t.channels * n),
             records.col.arg(cap),
             records.tmpl.arg(cap),
@@ -483,6 +492,7 @@ impl Matcher {
             nc as u32,
             t.nt as u32,
             t.pcs,
+            self.layout.blocked(),
         );
     }
 
