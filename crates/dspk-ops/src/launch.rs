@@ -10,8 +10,8 @@ pub const CUBE_DIM: u32 = 256;
 /// wgpu allows at most 65535 cubes along one dimension; larger launches spread over Y.
 const MAX_CUBES_PER_DIM: u32 = 65_535;
 
-/// A cube count covering `units` units of [`CUBE_DIM`] each, 2-D when one dimension is not
-/// enough. Kernels use `ABSOLUTE_POS` and bounds-check it: the grid may overshoot.
+/// A cube count covering `units` units of [`CUBE_DIM`](const@CUBE_DIM) each, 2-D when one
+/// dimension is not enough. Kernels use `ABSOLUTE_POS` and bounds-check it: the grid may overshoot.
 pub fn cube_count(units: usize) -> CubeCount {
     cube_count_for(units, CUBE_DIM)
 }
@@ -42,7 +42,7 @@ pub fn cube_units(client: &Client, at_most: u32) -> u32 {
 }
 
 /// How a 1-D kernel's units are laid out over cubes on one client, and the index each unit
-/// computes ([`unit_index`]).
+/// computes ([`unit_index()`]).
 ///
 /// On a GPU (and on lavapipe, whose threads each run a whole cube with SIMD lanes across its
 /// units) consecutive units sit in one cube: `CUBE_DIM` units per cube, unit
@@ -61,26 +61,38 @@ pub struct UnitLayout {
 
 impl UnitLayout {
     /// The layout for `client`'s runtime: blocked runs per core where the runtime states a
-    /// core count (the cpu runtime), cubes of [`CUBE_DIM`] units elsewhere.
+    /// core count (the cpu runtime), cubes of [`CUBE_DIM`](const@CUBE_DIM) units elsewhere.
     pub fn of(client: &Client) -> Self {
         let cores = client.properties().hardware.num_cpu_cores.map(|c| c.max(1));
         Self { cores }
     }
 
     /// Whether units run in one contiguous run per core (the comptime argument of
-    /// [`unit_index`]).
+    /// [`unit_index()`]).
     pub fn blocked(&self) -> bool {
         self.cores.is_some()
     }
 
-    /// Units per cube.
+    /// Units per cube: [`CUBE_DIM`](const@CUBE_DIM) on a GPU.
     pub fn cube_dim(&self) -> CubeDim {
-        CubeDim::new_1d(self.cores.unwrap_or(CUBE_DIM))
+        self.cube_dim_of(CUBE_DIM)
     }
 
     /// A cube count covering `units` units (the grid may overshoot; kernels bounds-check
-    /// [`unit_index`]).
+    /// [`unit_index()`]), cubes of [`CUBE_DIM`](const@CUBE_DIM) on a GPU.
     pub fn cube_count(&self, units: usize) -> CubeCount {
+        self.cube_count_of(units, CUBE_DIM)
+    }
+
+    /// Units per cube for a kernel whose GPU cubes have `per_cube` units (the core count on
+    /// the cpu runtime).
+    pub fn cube_dim_of(&self, per_cube: u32) -> CubeDim {
+        CubeDim::new_1d(self.cores.unwrap_or(per_cube))
+    }
+
+    /// A cube count covering `units` units for a kernel whose GPU cubes have `per_cube`
+    /// units ([`cube_count_for`] on a GPU).
+    pub fn cube_count_of(&self, units: usize, per_cube: u32) -> CubeCount {
         match self.cores {
             // The cpu runtime has no limit per dimension: one run of cubes, one per unit of
             // each core's share.
@@ -91,7 +103,7 @@ impl UnitLayout {
                 1,
                 1,
             ),
-            None => cube_count(units),
+            None => cube_count_for(units, per_cube),
         }
     }
 }
@@ -103,9 +115,10 @@ pub use index::unit_index;
 mod index {
     use cubecl::prelude::*;
 
-    /// The index of the calling unit among a launch laid out by [`UnitLayout`](super::UnitLayout) (`blocked` is
-    /// [`UnitLayout::blocked`](super::UnitLayout::blocked)): `ABSOLUTE_POS` on GPUs, `UNIT_POS * CUBE_COUNT + CUBE_POS` on the
-    /// cpu runtime.
+    /// The index of the calling unit among a launch laid out by
+    /// [`UnitLayout`](crate::launch::UnitLayout) (`blocked` is
+    /// [`UnitLayout::blocked`](crate::launch::UnitLayout::blocked)): `ABSOLUTE_POS` on GPUs,
+    /// `UNIT_POS * CUBE_COUNT + CUBE_POS` on the cpu runtime.
     #[cube]
     pub fn unit_index(#[comptime] blocked: bool) -> usize {
         if comptime![blocked] {
