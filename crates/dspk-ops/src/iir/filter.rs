@@ -10,7 +10,7 @@ use crate::array::upload;
 use crate::buffers::GrowingBuffer;
 use crate::design::Sos;
 use crate::design::host::sosfiltfilt_padlen;
-use crate::launch::{CUBE_DIM, cube_count};
+use crate::launch::UnitLayout;
 use crate::pipeline::Stage;
 use crate::{DeviceArray, Error, Result, Shape};
 
@@ -360,6 +360,7 @@ impl SosFilter {
             blocks as u32,
         );
         for finish in [false, true] {
+            let layout = UnitLayout::of(client);
             // SAFETY: `src` holds `src_values` and `dst` `dst_values` values (typed arrays of
             // those shapes, checked where they were made, or allocated for them), `states` holds `units * 2 * sections`, `coefs`
             // `COEFS * sections`; the kernel bounds its unit by `channels * blocks`, reads the
@@ -368,8 +369,8 @@ impl SosFilter {
             unsafe {
                 kernel::sos_blocks::launch_unchecked(
                     client,
-                    cube_count(units),
-                    CubeDim::new_1d(CUBE_DIM),
+                    layout.cube_count(units),
+                    layout.cube_dim(),
                     BufferArg::from_raw_parts(pass.src.clone(), src_values),
                     BufferArg::from_raw_parts(pass.dst.clone(), dst_values),
                     BufferArg::from_raw_parts(states.clone(), state_values),
@@ -385,17 +386,19 @@ impl SosFilter {
                     sections,
                     pass.reverse,
                     finish,
+                    layout.blocked(),
                 );
             }
             if !finish {
                 let dim = 2 * sections;
+                let layout = UnitLayout::of(client);
                 // SAFETY: as above; one unit per channel, `transition` holds `dim * dim`
                 // values and `initial` `dim`.
                 unsafe {
                     kernel::sos_scan::launch_unchecked(
                         client,
-                        cube_count(pass.channels),
-                        CubeDim::new_1d(CUBE_DIM),
+                        layout.cube_count(pass.channels),
+                        layout.cube_dim(),
                         BufferArg::from_raw_parts(pass.src.clone(), src_values),
                         BufferArg::from_raw_parts(states.clone(), state_values),
                         BufferArg::from_raw_parts(device.transition.clone(), dim * dim),
@@ -406,6 +409,7 @@ impl SosFilter {
                         blocks32,
                         sections,
                         pass.reverse,
+                        layout.blocked(),
                     );
                 }
             }

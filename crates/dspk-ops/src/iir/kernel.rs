@@ -25,6 +25,8 @@
 
 use cubecl::prelude::*;
 
+use crate::launch::unit_index;
+
 /// The value at `position` of the virtual sequence: channel `base..base + len` of `src` with
 /// `pad` samples of odd extension on each side (`len > pad`, checked by the host).
 #[cube]
@@ -133,8 +135,9 @@ pub(super) fn sos_blocks(
     #[comptime] sections: usize,
     #[comptime] reverse: bool,
     #[comptime] finish: bool,
+    #[comptime] blocked: bool,
 ) {
-    let unit = ABSOLUTE_POS;
+    let unit = unit_index(blocked);
     let blocks = usize::cast_from(blocks);
     if unit < usize::cast_from(channels) * blocks {
         let channel = unit / blocks;
@@ -252,8 +255,9 @@ pub(super) fn sos_scan(
     blocks: u32,
     #[comptime] sections: usize,
     #[comptime] reverse: bool,
+    #[comptime] blocked: bool,
 ) {
-    let channel = ABSOLUTE_POS;
+    let channel = unit_index(blocked);
     if channel < usize::cast_from(channels) {
         let dim = 2 * sections;
         let virtual_len = src_len + 2 * pad;

@@ -5,6 +5,8 @@
 
 use cubecl::prelude::*;
 
+use crate::launch::unit_index;
+
 /// 16-bit stored values, two per little-endian 32-bit word (WGSL has no 16-bit integers): value
 /// `2w` is the low half of word `w`, value `2w + 1` the high half. Each unit unpacks one word.
 /// `out[v] = half * gains[c] + offsets[c]` with `c = v / samples`.
@@ -17,8 +19,9 @@ pub(super) fn unpack_16(
     values: u32,
     samples: u32,
     #[comptime] signed: bool,
+    #[comptime] blocked: bool,
 ) {
-    let word_index = ABSOLUTE_POS;
+    let word_index = unit_index(blocked);
     let values = usize::cast_from(values);
     if word_index < values.div_ceil(2) {
         let word = words[word_index];
@@ -62,8 +65,9 @@ pub(super) fn scale_32<T: Numeric>(
     out: &mut [f32],
     count: u32,
     samples: u32,
+    #[comptime] blocked: bool,
 ) {
-    let index = ABSOLUTE_POS;
+    let index = unit_index(blocked);
     if index < usize::cast_from(count) {
         let channel = index / usize::cast_from(samples);
         out[index] = f32::cast_from(values[index]) * gains[channel] + offsets[channel];

@@ -5,7 +5,7 @@ use cubecl::server::Handle;
 use dspk_core::SampleFormat;
 
 use super::kernel;
-use crate::launch::{CUBE_DIM, cube_count};
+use crate::launch::UnitLayout;
 use crate::{ChannelVector, DeviceArray, Result, StoredArray};
 
 /// Unpacks and scales a window of stored values on the device:
@@ -53,13 +53,14 @@ pub fn unpack_scaled(
     match format {
         SampleFormat::I16 | SampleFormat::U16 => {
             let words = values.div_ceil(2);
+            let layout = UnitLayout::of(client);
             // SAFETY: the buffers hold the lengths passed (typed arrays); the kernel bounds
             // its unit index by them.
             unsafe {
                 kernel::unpack_16::launch_unchecked(
                     client,
-                    cube_count(words),
-                    CubeDim::new_1d(CUBE_DIM),
+                    layout.cube_count(words),
+                    layout.cube_dim(),
                     BufferArg::from_raw_parts(stored.clone(), words),
                     BufferArg::from_raw_parts(gains.clone(), channels),
                     BufferArg::from_raw_parts(offsets.clone(), channels),
@@ -67,6 +68,7 @@ pub fn unpack_scaled(
                     values as u32,
                     samples,
                     format == SampleFormat::I16,
+                    layout.blocked(),
                 );
             }
         }
@@ -86,19 +88,21 @@ fn launch_scale_32<T: Numeric>(
     values: usize,
     samples: u32,
 ) {
+    let layout = UnitLayout::of(client);
     // SAFETY: the buffers hold the lengths passed (typed arrays, see `unpack_scaled`); the kernel
     // bounds its unit index by them.
     unsafe {
         kernel::scale_32::launch_unchecked::<T>(
             client,
-            cube_count(values),
-            CubeDim::new_1d(CUBE_DIM),
+            layout.cube_count(values),
+            layout.cube_dim(),
             BufferArg::from_raw_parts(stored.clone(), values),
             BufferArg::from_raw_parts(gains.clone(), channels),
             BufferArg::from_raw_parts(offsets.clone(), channels),
             BufferArg::from_raw_parts(out.clone(), values),
             values as u32,
             samples,
+            layout.blocked(),
         );
     }
 }

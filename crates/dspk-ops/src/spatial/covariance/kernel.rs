@@ -10,6 +10,8 @@
 
 use cubecl::prelude::*;
 
+use crate::launch::unit_index;
+
 /// Partial `TILE x TILE` blocks of channel products. Unit `tile * splits + s` handles block
 /// `pairs[tile] = (row block << 16) | column block` and samples `start + s + m * splits` below
 /// `start + len`, and writes its block element `e` to `partials[(tile * TILE^2 + e) * splits +
@@ -26,8 +28,9 @@ pub(super) fn tile_products(
     splits: u32,
     units: u32,
     #[comptime] tile: usize,
+    #[comptime] blocked: bool,
 ) {
-    let unit = ABSOLUTE_POS;
+    let unit = unit_index(blocked);
     if unit < usize::cast_from(units) {
         let split_count = usize::cast_from(splits);
         let tile_index = unit / split_count;
@@ -98,8 +101,9 @@ pub(super) fn fold_partials(
     splits: u32,
     units: u32,
     #[comptime] tile: usize,
+    #[comptime] blocked: bool,
 ) {
-    let unit = ABSOLUTE_POS;
+    let unit = unit_index(blocked);
     if unit < usize::cast_from(units) {
         let split_count = usize::cast_from(splits);
         let tile_index = unit / (tile * tile);
@@ -122,8 +126,8 @@ pub(super) fn fold_partials(
 
 /// `total[k] += other[k]` for `k < len`.
 #[cube(launch_unchecked)]
-pub(super) fn add_into(total: &mut [f32], other: &[f32], len: u32) {
-    let k = ABSOLUTE_POS;
+pub(super) fn add_into(total: &mut [f32], other: &[f32], len: u32, #[comptime] blocked: bool) {
+    let k = unit_index(blocked);
     if k < usize::cast_from(len) {
         total[k] += other[k];
     }

@@ -7,7 +7,7 @@ use cubecl::server::Handle;
 
 use super::kernel;
 use crate::array::{alloc, download, upload};
-use crate::launch::{CUBE_DIM, cube_count};
+use crate::launch::UnitLayout;
 use crate::{DeviceArray, DeviceWindow, Error, Result, Shape, Whitening, linalg};
 
 /// Rows and columns of the block of products one unit accumulates (each loaded value serves
@@ -146,6 +146,7 @@ impl CovarianceAccumulator {
         let products = self.tiles * splits;
         let folds = self.tiles * block;
         let partial_count = folds * splits;
+        let layout = UnitLayout::of(client);
         // All below the sizes checked by `new` and the typed window, so in u32.
         // SAFETY: `window` holds `channels * samples` values (a typed array) and each unit reads
         // rows clamped below `channels` at samples below `owned.end <= samples`; `pairs` holds
@@ -154,8 +155,8 @@ impl CovarianceAccumulator {
         unsafe {
             kernel::tile_products::launch_unchecked(
                 client,
-                cube_count(products),
-                CubeDim::new_1d(CUBE_DIM),
+                layout.cube_count(products),
+                layout.cube_dim(),
                 BufferArg::from_raw_parts(window.clone(), values),
                 BufferArg::from_raw_parts(self.pairs.clone(), self.tiles),
                 BufferArg::from_raw_parts(self.partials.clone(), partial_count),
@@ -166,15 +167,17 @@ impl CovarianceAccumulator {
                 splits as u32,
                 products as u32,
                 TILE,
+                layout.blocked(),
             );
         }
+        let layout = UnitLayout::of(client);
         // SAFETY: units below `folds` read their `splits` partials within `partial_count` and
         // write elements `i, j < dim` of `carry`, which holds `dim * dim` values.
         unsafe {
             kernel::fold_partials::launch_unchecked(
                 client,
-                cube_count(folds),
-                CubeDim::new_1d(CUBE_DIM),
+                layout.cube_count(folds),
+                layout.cube_dim(),
                 BufferArg::from_raw_parts(self.partials.clone(), partial_count),
                 BufferArg::from_raw_parts(self.pairs.clone(), self.tiles),
                 BufferArg::from_raw_parts(carry.clone(), dim * dim),
@@ -182,6 +185,7 @@ impl CovarianceAccumulator {
                 splits as u32,
                 folds as u32,
                 TILE,
+                layout.blocked(),
             );
         }
         // Binary-counter carry: sums of equally many windows are added pairwise.
@@ -315,16 +319,18 @@ impl CovarianceAccumulator {
 /// Queues `total += other` over `len` values; both buffers were allocated by the accumulator
 /// with `len` values.
 fn add_into(client: &Client, total: &Handle, other: &Handle, len: usize) {
+    let layout = UnitLayout::of(client);
     // SAFETY: both buffers hold `len` values (allocated so by `CovarianceAccumulator::add`);
     // units at or past `len` do nothing.
     unsafe {
         kernel::add_into::launch_unchecked(
             client,
-            cube_count(len),
-            CubeDim::new_1d(CUBE_DIM),
+            layout.cube_count(len),
+            layout.cube_dim(),
             BufferArg::from_raw_parts(total.clone(), len),
             BufferArg::from_raw_parts(other.clone(), len),
             len as u32,
+            layout.blocked(),
         );
     }
 }

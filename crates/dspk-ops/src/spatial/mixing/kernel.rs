@@ -11,6 +11,8 @@
 
 use cubecl::prelude::*;
 
+use crate::launch::unit_index;
+
 /// Dense mixing, `weights` row-major `[channels, channels]`: each unit computes `rows` output
 /// channels of `span` samples, so each loaded input value serves `rows` outputs and each
 /// loaded weight `span` (`rows * span` multiply-adds per `rows + span` loads).
@@ -27,12 +29,13 @@ pub(super) fn mix_dense(
     #[comptime] span: usize,
     #[comptime] lanes: usize,
     #[comptime] slots: usize,
+    #[comptime] blocked: bool,
 ) {
     let count = usize::cast_from(channels);
     let n = usize::cast_from(samples);
     let q = usize::cast_from(stride);
     let groups = count.div_ceil(rows);
-    let (group, u) = row_and_offset(groups, units, lanes, slots);
+    let (group, u) = row_and_offset(groups, units, lanes, slots, blocked);
     if group < groups && u < q {
         let first = group * rows;
         let mut acc = Array::<f32>::new(rows * span);
@@ -84,12 +87,13 @@ pub(super) fn mix_sparse(
     #[comptime] span: usize,
     #[comptime] lanes: usize,
     #[comptime] slots: usize,
+    #[comptime] blocked: bool,
 ) {
     let n = usize::cast_from(samples);
     let q = usize::cast_from(stride);
     let per_row = usize::cast_from(taps);
     let count = usize::cast_from(channels);
-    let (c, u) = row_and_offset(count, units, lanes, slots);
+    let (c, u) = row_and_offset(count, units, lanes, slots, blocked);
     if c < count && u < q {
         let mut acc = Array::<f32>::new(span);
         #[unroll]
@@ -125,8 +129,9 @@ fn row_and_offset(
     units: u32,
     #[comptime] lanes: usize,
     #[comptime] slots: usize,
+    #[comptime] blocked: bool,
 ) -> (usize, usize) {
-    let unit = ABSOLUTE_POS;
+    let unit = unit_index(blocked);
     let lane = unit % lanes;
     let slot = (unit / lanes) % slots;
     let block = unit / (lanes * slots);

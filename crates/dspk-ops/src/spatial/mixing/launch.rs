@@ -5,7 +5,7 @@ use cubecl::server::Handle;
 
 use super::kernel;
 use crate::array::upload;
-use crate::launch::cube_count_for;
+use crate::launch::UnitLayout;
 use crate::{DeviceArray, Error, Result, Shape, Stage, linalg};
 
 /// Output channels per unit of the dense kernel (each loaded input value serves this many).
@@ -255,7 +255,6 @@ pub fn mix_channels(
     // its indices checked when it was made.
     let (input, output) = (input.handle(), output.handle());
     let stride = samples.div_ceil(SPAN);
-    let dim = CubeDim::new_1d((LANES * SLOTS) as u32);
     // Unit counts exceed `values` by less than a cube per row group and sample block; the
     // check below keeps them in u32 with the sizes.
     Shape::new(mixing_units(channels, stride), 1).values("channel mixing units")?;
@@ -263,14 +262,15 @@ pub fn mix_channels(
     match &mixing.indices {
         None => {
             let units = mixing_units(channels.div_ceil(DENSE_ROWS), stride);
+            let layout = UnitLayout::of(client);
             // SAFETY: the buffers hold the lengths passed (typed arrays, and the matrix's own); each unit with index
             // below `units` reads rows and input channels below `channels` and samples clamped
             // below `samples`, and writes only rows below `channels`, samples below `samples`.
             unsafe {
                 kernel::mix_dense::launch_unchecked(
                     client,
-                    cube_count_for(units, (LANES * SLOTS) as u32),
-                    dim,
+                    layout.cube_count_of(units, (LANES * SLOTS) as u32),
+                    layout.cube_dim_of((LANES * SLOTS) as u32),
                     BufferArg::from_raw_parts(input.clone(), values),
                     BufferArg::from_raw_parts(mixing.weights.clone(), channels * channels),
                     BufferArg::from_raw_parts(output.clone(), values),
@@ -282,19 +282,21 @@ pub fn mix_channels(
                     SPAN,
                     LANES,
                     SLOTS,
+                    layout.blocked(),
                 );
             }
         }
         Some(indices) => {
             let taps = channels * mixing.taps;
             let units = mixing_units(channels, stride);
+            let layout = UnitLayout::of(client);
             // SAFETY: as above; every stored index is below `channels` (checked when the matrix
             // was made), so `indices[c * taps + k] * samples + t` stays inside the input.
             unsafe {
                 kernel::mix_sparse::launch_unchecked(
                     client,
-                    cube_count_for(units, (LANES * SLOTS) as u32),
-                    dim,
+                    layout.cube_count_of(units, (LANES * SLOTS) as u32),
+                    layout.cube_dim_of((LANES * SLOTS) as u32),
                     BufferArg::from_raw_parts(input.clone(), values),
                     BufferArg::from_raw_parts(indices.clone(), taps),
                     BufferArg::from_raw_parts(mixing.weights.clone(), taps),
@@ -307,6 +309,7 @@ pub fn mix_channels(
                     SPAN,
                     LANES,
                     SLOTS,
+                    layout.blocked(),
                 );
             }
         }

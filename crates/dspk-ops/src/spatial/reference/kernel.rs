@@ -3,6 +3,8 @@
 
 use cubecl::prelude::*;
 
+use crate::launch::unit_index;
+
 /// Bits of an `f32` outside its sign: above this, a NaN.
 const ABS_MASK: u32 = 0x7FFF_FFFF;
 /// The exponent bits of an `f32`: all set for an infinity or a NaN.
@@ -17,8 +19,14 @@ const CHUNK: u32 = 16;
 /// `out[c, t] = x[c, t] - mean_c x[:, t]`, the mean summed in `f32` in blocks of [`BLOCK`]
 /// channels. Infinities and NaN propagate as in `numpy.mean`.
 #[cube(launch_unchecked)]
-pub(super) fn subtract_mean(input: &[f32], output: &mut [f32], channels: u32, samples: u32) {
-    let t = ABSOLUTE_POS;
+pub(super) fn subtract_mean(
+    input: &[f32],
+    output: &mut [f32],
+    channels: u32,
+    samples: u32,
+    #[comptime] blocked: bool,
+) {
+    let t = unit_index(blocked);
     let n = usize::cast_from(samples);
     if t < n {
         let count = usize::cast_from(channels);
@@ -57,8 +65,9 @@ pub(super) fn subtract_median(
     channels: u32,
     samples: u32,
     lower: u32,
+    #[comptime] blocked: bool,
 ) {
-    let t = ABSOLUTE_POS;
+    let t = unit_index(blocked);
     let n = usize::cast_from(samples);
     if t < n {
         let count = usize::cast_from(channels);

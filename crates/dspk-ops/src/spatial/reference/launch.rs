@@ -3,7 +3,7 @@
 use cubecl::prelude::*;
 
 use super::kernel;
-use crate::launch::{CUBE_DIM, cube_count};
+use crate::launch::UnitLayout;
 use crate::{DeviceArray, Result, Stage};
 
 /// What a common reference subtracts from each sample.
@@ -57,8 +57,12 @@ pub fn common_reference(
     }
     // Both fit in u32: their product does (a typed array) and neither is zero.
     let (channels32, samples32) = (channels as u32, samples as u32);
-    let count = cube_count(samples);
-    let dim = CubeDim::new_1d(CUBE_DIM);
+    let layout = UnitLayout::of(client);
+    let (count, dim, blocked) = (
+        layout.cube_count(samples),
+        layout.cube_dim(),
+        layout.blocked(),
+    );
     // SAFETY: both buffers hold `channels * samples` values (typed arrays); each unit reads and
     // writes `c * samples + t` with `t < samples` and `c < channels` only.
     unsafe {
@@ -66,7 +70,7 @@ pub fn common_reference(
         let output = BufferArg::from_raw_parts(output.handle().clone(), values);
         match reference {
             Reference::Mean => kernel::subtract_mean::launch_unchecked(
-                client, count, dim, input, output, channels32, samples32,
+                client, count, dim, input, output, channels32, samples32, blocked,
             ),
             Reference::Median | Reference::LowerMedian => {
                 kernel::subtract_median::launch_unchecked(
@@ -78,6 +82,7 @@ pub fn common_reference(
                     channels32,
                     samples32,
                     u32::from(reference == Reference::LowerMedian),
+                    blocked,
                 )
             }
         }
