@@ -17,11 +17,15 @@ const TILE: usize = 8;
 
 /// `out[c, k, t] = sum_j x[c, t + j - nt / 2] * weights[k, j]` for the `components` filters of
 /// `nt` taps in `weights` (samples outside the row read as zero), summed over `j` in increasing
-/// order; with `copy_input`, also `copy = x` (matching's residual starts as the window). One unit
-/// per channel and `tile` columns `LANES` apart (each weight it loads serves `tile` columns):
-/// unit `(c * chunks + chunk) * LANES + lane` takes the columns
-/// `chunk * tile * LANES + q * LANES + lane`. The unit of a non-finite sample lowers
-/// `counters[FIRST_BAD]` to its index.
+/// order; with `copy_input`, also `copy = x` (matching's residual starts as the window); with
+/// `with_energy`, also `energy[c, t] = sum_k out[c, k, t]^2` (over `k` in increasing order:
+/// detection's bound on its scores). One unit
+/// per channel and `tile` columns `lanes` apart (each weight it loads serves `tile` columns):
+/// unit `(c * chunks + chunk) * lanes + lane` takes the columns
+/// `chunk * tile * lanes + q * lanes + lane`. On a GPU `lanes` is [`LANES`], so a warp's loads
+/// are coalesced; on the cpu runtime (`blocked`) it is 1: a unit's columns are consecutive, and
+/// its loads of `tile` consecutive samples compile to vector loads. The unit of a non-finite
+/// sample lowers `counters[FIRST_BAD]` to its index.
 #[cube(launch)]
 #[allow(clippy::too_many_arguments)]
 fn project_rows(
@@ -29,6 +33,7 @@ fn project_rows(
     weights: &[f32],
     out: &mut [f32],
     copy: &mut [f32],
+    energy: &mut [f32],
     counters: &[Atomic<u32>],
     channels: u32,
     samples: u32,
@@ -36,20 +41,22 @@ fn project_rows(
     #[comptime] components: usize,
     #[comptime] tile: usize,
     #[comptime] copy_input: bool,
+    #[comptime] with_energy: bool,
     #[comptime] blocked: bool,
 ) {
+    let lanes = comptime![if blocked { 1 } else { LANES }];
     let n = usize::cast_from(samples);
-    let span = tile * LANES;
-    let lanes_per_channel = n.div_ceil(span) * LANES;
+    let span = tile * lanes;
+    let lanes_per_channel = n.div_ceil(span) * lanes;
     let unit = unit_index(blocked);
     if unit < usize::cast_from(channels) * lanes_per_channel {
         let c = unit / lanes_per_channel;
         let within = unit % lanes_per_channel;
-        let t0 = (within / LANES) * span + within % LANES;
+        let t0 = (within / lanes) * span + within % lanes;
         let row = c * n;
         #[unroll]
         for q in 0..tile {
-            let t = t0 + q * LANES;
+            let t = t0 + q * lanes;
             if t < n {
                 let value = x[row + t];
                 if comptime![copy_input] {
@@ -68,34 +75,58 @@ fn project_rows(
             acc[e] = 0.0f32;
         }
         let mut w = Array::<f32>::new(components);
+        // Whether every sample the unit reads lies in the row: then no clamping (the same
+        // values, fewer instructions).
+        let interior = t0 >= half && t0 + (tile - 1) * lanes + len <= n + half;
         for j in 0..len {
             #[unroll]
             for k in 0..components {
                 w[k] = weights[k * len + j];
             }
-            #[unroll]
-            for q in 0..tile {
-                // Sample `t0 + q * LANES + j - half`, read as 0 outside `0..n`.
-                let shifted = t0 + q * LANES + j;
-                let inside = shifted >= half && shifted < n + half;
-                let v = select(
-                    inside,
-                    x[row + min(max(shifted, half), n + half - 1) - half],
-                    0.0f32,
-                );
+            if interior {
+                let base = row + t0 + j - half;
                 #[unroll]
-                for k in 0..components {
-                    acc[q * components + k] += v * w[k];
+                for q in 0..tile {
+                    let v = x[base + q * lanes];
+                    #[unroll]
+                    for k in 0..components {
+                        acc[q * components + k] += v * w[k];
+                    }
+                }
+            } else {
+                #[unroll]
+                for q in 0..tile {
+                    // Sample `t0 + q * lanes + j - half`, read as 0 outside `0..n`.
+                    let shifted = t0 + q * lanes + j;
+                    let inside = shifted >= half && shifted < n + half;
+                    let v = select(
+                        inside,
+                        x[row + min(max(shifted, half), n + half - 1) - half],
+                        0.0f32,
+                    );
+                    #[unroll]
+                    for k in 0..components {
+                        acc[q * components + k] += v * w[k];
+                    }
                 }
             }
         }
         #[unroll]
         for q in 0..tile {
-            let t = t0 + q * LANES;
+            let t = t0 + q * lanes;
             if t < n {
                 #[unroll]
                 for k in 0..components {
                     out[(c * components + k) * n + t] = acc[q * components + k];
+                }
+                if comptime![with_energy] {
+                    let mut sum = 0.0f32;
+                    #[unroll]
+                    for k in 0..components {
+                        let a = acc[q * components + k];
+                        sum += a * a;
+                    }
+                    energy[row + t] = sum;
                 }
             }
         }
@@ -116,6 +147,9 @@ pub(crate) struct Projection<'a> {
     /// `(copy, true)` copies the window there; `(scratch, false)` leaves `scratch` (any array of
     /// at least one value) untouched.
     pub(crate) copy: (&'a DeviceArray<f32>, bool),
+    /// `(energy, true)` writes each `(channel, sample)`'s sum of squared projections there
+    /// (`[channels, samples]`); `(scratch, false)` as for `copy` (another array).
+    pub(crate) energy: (&'a DeviceArray<f32>, bool),
 }
 
 impl Projection<'_> {
@@ -125,15 +159,20 @@ impl Projection<'_> {
         let (channels, n) = (self.x.channels(), self.x.samples());
         let (copy, copy_input) = self.copy;
         let copy_len = if copy_input { channels * n } else { 1 };
+        let (energy, with_energy) = self.energy;
+        let energy_len = if with_energy { channels * n } else { 1 };
         let layout = UnitLayout::of(client);
+        // `project_rows`' columns per chunk lane (1 on the cpu runtime).
+        let lanes = if layout.blocked() { 1 } else { LANES };
         project_rows::launch(
             client,
-            layout.cube_count(channels * n.div_ceil(TILE * LANES) * LANES),
+            layout.cube_count(channels * n.div_ceil(TILE * lanes) * lanes),
             layout.cube_dim(),
             self.x.arg(self.x.len()),
             self.weights.arg(self.components * self.nt),
             self.out.arg(channels * self.components * n),
             copy.arg(copy_len),
+            energy.arg(energy_len),
             self.counters.arg(2),
             channels as u32,
             n as u32,
@@ -141,6 +180,7 @@ impl Projection<'_> {
             self.components,
             TILE,
             copy_input,
+            with_energy,
             layout.blocked(),
         );
     }

@@ -18,8 +18,11 @@ pub(super) use crate::runner::buffers::FOUND;
 /// are skipped: by Cauchy-Schwarz `|A[s, k]| <= |w[s, g]| * |bt[iC[g, :], k, t]|`, and when
 /// every template's `sum_i bt[iC[g, i], k, t]^2` is at most `skip_below` (the threshold over
 /// the largest weight norm, squared, less a margin for rounding) the unit writes `amax = 0`,
-/// `codes = 0` after `nc * K` products instead of `nc * K * S`. Scores above the threshold
-/// are computed in full, so the spikes are the same.
+/// `codes = 0`. It tests the sum over templates first, `sum_i energy[iC[g, i], t]` (`energy[c,
+/// t] = sum_k bt[c, k, t]^2`, from the projection), which bounds each template's from above in
+/// `nc` loads; only where that fails, each template's (`nc * K` products), and only where that
+/// fails too, the scores (`nc * K * S`). Scores above the threshold are computed in full, so
+/// the spikes are the same.
 ///
 /// One unit per `(g, t)`, numbered `((group * chunks + chunk) * block + member) * LANES + lane`
 /// for centre `g = group * block + member` and column `t = chunk * LANES + lane`: a cube of
@@ -29,6 +32,7 @@ pub(super) use crate::runner::buffers::FOUND;
 #[cube(launch)]
 pub(super) fn score_centres(
     bt: &[f32],
+    energy: &[f32],
     nearest_channels: &[u32],
     weights: &[f32],
     amax: &mut [f32],
@@ -51,30 +55,16 @@ pub(super) fn score_centres(
     let g = unit / (LANES * block * chunks) * block + member;
     let t = chunk * LANES + unit % LANES;
     if g < g_count && t < n {
-        let mut energy = Array::<f32>::new(templates);
-        #[unroll]
-        for k in 0..templates {
-            energy[k] = 0.0f32;
-        }
+        let mut total = 0.0f32;
         #[unroll]
         for i in 0..nc {
-            let c = usize::cast_from(nearest_channels[g * nc + i]);
-            #[unroll]
-            for k in 0..templates {
-                let b = bt[(c * templates + k) * n + t];
-                energy[k] += b * b;
-            }
+            total += energy[usize::cast_from(nearest_channels[g * nc + i]) * n + t];
         }
-        let mut most = energy[0];
-        #[unroll]
-        for k in 1..templates {
-            most = max(most, energy[k]);
-        }
-        if most <= skip_below {
+        if total <= skip_below {
             amax[g * n + t] = 0.0f32;
             codes[g * n + t] = 0u32;
         } else {
-            score_one(
+            score_bounded(
                 bt,
                 nearest_channels,
                 weights,
@@ -84,11 +74,71 @@ pub(super) fn score_centres(
                 t,
                 n,
                 g_count,
+                skip_below,
                 nc,
                 templates,
                 sizes,
             );
         }
+    }
+}
+
+/// `score_centres` at one `(g, t)` whose bound over all templates failed: each template's
+/// bound, then the scores (`score_one`) if one of those fails too.
+#[cube]
+#[allow(clippy::too_many_arguments)]
+fn score_bounded(
+    bt: &[f32],
+    nearest_channels: &[u32],
+    weights: &[f32],
+    amax: &mut [f32],
+    codes: &mut [u32],
+    g: usize,
+    t: usize,
+    n: usize,
+    g_count: usize,
+    skip_below: f32,
+    #[comptime] nc: usize,
+    #[comptime] templates: usize,
+    #[comptime] sizes: usize,
+) {
+    let mut per_template = Array::<f32>::new(templates);
+    #[unroll]
+    for k in 0..templates {
+        per_template[k] = 0.0f32;
+    }
+    #[unroll]
+    for i in 0..nc {
+        let c = usize::cast_from(nearest_channels[g * nc + i]);
+        #[unroll]
+        for k in 0..templates {
+            let b = bt[(c * templates + k) * n + t];
+            per_template[k] += b * b;
+        }
+    }
+    let mut most = per_template[0];
+    #[unroll]
+    for k in 1..templates {
+        most = max(most, per_template[k]);
+    }
+    if most <= skip_below {
+        amax[g * n + t] = 0.0f32;
+        codes[g * n + t] = 0u32;
+    } else {
+        score_one(
+            bt,
+            nearest_channels,
+            weights,
+            amax,
+            codes,
+            g,
+            t,
+            n,
+            g_count,
+            nc,
+            templates,
+            sizes,
+        );
     }
 }
 

@@ -69,8 +69,8 @@ fn skip_below(threshold: f32, weights: &[f32], nc: usize) -> f32 {
 /// the spikes do not depend on how the recording is cut into windows.
 ///
 /// All sums run in a fixed order and no float atomics are used: results do not depend on
-/// thread scheduling. Device memory: `channels * K + 2 * G` 4-byte values per window sample
-/// (the projections, and each centre's best score and combo), allocated for the longest
+/// thread scheduling. Device memory: `channels * (K + 1) + 2 * G` 4-byte values per window
+/// sample (the projections and their energies, and each centre's best score and combo), allocated for the longest
 /// window seen and reused, plus `nc * P + 5` values per spike slot (grown to the most spikes
 /// one window had).
 #[derive(Debug)]
@@ -111,6 +111,8 @@ struct Scratch {
     samples: usize,
     /// `[channels, K, samples]`.
     bt: DeviceArray<f32>,
+    /// `[channels, samples]`: each sample's `sum_k bt^2`.
+    energy: DeviceArray<f32>,
     /// `[G, samples]` each.
     amax: DeviceArray<f32>,
     codes: DeviceArray<u32>,
@@ -226,6 +228,7 @@ impl UniversalDetector {
             scratch: Scratch {
                 samples: 0,
                 bt: alloc::<f32>(client, 0)?,
+                energy: alloc::<f32>(client, 0)?,
                 amax: alloc::<f32>(client, 0)?,
                 codes: alloc::<u32>(client, 0)?,
             },
@@ -375,6 +378,7 @@ impl UniversalDetector {
             out: &self.scratch.bt,
             counters: &self.counters,
             copy: (&self.no_copy, false),
+            energy: (&self.scratch.energy, true),
         }
         .launch(client);
     }
@@ -390,6 +394,7 @@ impl UniversalDetector {
             self.layout.cube_count(units),
             self.layout.cube_dim(),
             scratch.bt.arg(self.channels * k_count * n),
+            scratch.energy.arg(self.channels * n),
             self.nearest_channels.arg(g_count * self.nc),
             self.weights.arg(self.sizes * g_count * self.nc),
             scratch.amax.arg(maps),
@@ -513,6 +518,11 @@ impl UniversalDetector {
         let maps = self.centres * samples;
         self.limits
             .check("detection: template projections", bt as u64, 4)?;
+        self.limits.check(
+            "detection: projection energies",
+            (self.channels * samples) as u64,
+            4,
+        )?;
         self.limits
             .check("detection: centre scores", maps as u64, 4)?;
         if samples + self.nt > u32::MAX as usize {
@@ -524,6 +534,7 @@ impl UniversalDetector {
         self.scratch = Scratch {
             samples,
             bt: alloc::<f32>(client, bt)?,
+            energy: alloc::<f32>(client, self.channels * samples)?,
             amax: alloc::<f32>(client, maps)?,
             codes: alloc::<u32>(client, maps)?,
         };

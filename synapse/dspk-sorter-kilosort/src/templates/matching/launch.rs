@@ -63,6 +63,8 @@ pub struct Matcher {
     device: Uploaded,
     /// `[FOUND, FIRST_BAD]`.
     counters: DeviceArray<u32>,
+    /// One value the projection is given in place of the energies it does not write.
+    no_energy: DeviceArray<f32>,
     scratch: Scratch,
     records: Records,
 }
@@ -168,6 +170,7 @@ impl Matcher {
             layout: UnitLayout::of(client),
             device,
             counters: alloc::<u32>(client, 2)?,
+            no_energy: alloc::<f32>(client, 1)?,
             scratch: Scratch {
                 samples: 0,
                 bp: alloc::<f32>(client, 0)?,
@@ -351,6 +354,7 @@ impl Matcher {
             out: &scratch.bp,
             counters: &self.counters,
             copy: (&scratch.xres, true),
+            energy: (&self.no_energy, false),
         }
         .launch(client);
     }
