@@ -55,7 +55,7 @@ def main():
     probe = Probe(ndim=2)
     probe.set_contacts(positions=positions, shapes="square", shape_params={"width": 12})
     probe.set_device_channel_indices(i)
-    rec.set_probe(probe, in_place=True)
+    rec.set_probe(probe)  # in place
 
     def f32(r):
         return spre.astype(r, dtype="float32")

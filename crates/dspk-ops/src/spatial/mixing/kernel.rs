@@ -1,13 +1,14 @@
 //! Channel mixing kernels: `out[c, t] = sum_k w[c, k] * x[idx[c, k], t]` on a channel-major
 //! `[channels, samples]` window.
 //!
-//! Each unit computes `span` samples `t = u + j * stride` (`j < span`) of one or more output
-//! channels (a "row"), so each loaded weight serves `span` samples. A cube is `slots` groups of
-//! `lanes` units: the lanes of a group take consecutive `u` of one row (coalesced loads), and
-//! the groups take `slots` consecutive rows at the same `u`, so the input values neighbouring
-//! rows share are fetched from memory once per cube and then hit the cache. Consecutive cubes
-//! take the next rows at the same samples. Samples past the end are loaded clamped and not
-//! written.
+//! Each unit computes `span` samples of one or more output channels (a "row"), so each loaded
+//! weight serves `span` samples: on a GPU `t = u + j * stride` (`j < span`), on the cpu runtime
+//! (`blocked`) the consecutive `t = u * span + j`, which compile to vector loads. A cube is
+//! `slots` groups of `lanes` units: the lanes of a group take consecutive `u` of one row
+//! (coalesced loads), and the groups take `slots` consecutive rows at the same `u`, so the input
+//! values neighbouring rows share are fetched from memory once per cube and then hit the cache.
+//! Consecutive cubes take the next rows at the same samples. Samples past the end are loaded
+//! clamped and not written.
 
 use cubecl::prelude::*;
 
@@ -44,10 +45,18 @@ pub(super) fn mix_dense(
             acc[i] = 0.0f32;
         }
         let mut xs = Array::<f32>::new(span);
+        let interior = runs_inside(u, n, span, blocked);
         for k in 0..count {
-            #[unroll]
-            for j in 0..span {
-                xs[j] = input[k * n + min(u + j * q, n - 1)];
+            if interior {
+                #[unroll]
+                for j in 0..span {
+                    xs[j] = input[k * n + u * span + j];
+                }
+            } else {
+                #[unroll]
+                for j in 0..span {
+                    xs[j] = input[k * n + min(column(u, j, q, span, blocked), n - 1)];
+                }
             }
             #[unroll]
             for r in 0..rows {
@@ -62,7 +71,7 @@ pub(super) fn mix_dense(
         for r in 0..rows {
             #[unroll]
             for j in 0..span {
-                let t = u + j * q;
+                let t = column(u, j, q, span, blocked);
                 if first + r < count && t < n {
                     output[(first + r) * n + t] = acc[r * span + j];
                 }
@@ -100,23 +109,59 @@ pub(super) fn mix_sparse(
         for j in 0..span {
             acc[j] = 0.0f32;
         }
+        let interior = runs_inside(u, n, span, blocked);
         for k in 0..per_row {
             let tap = c * per_row + k;
             let source = usize::cast_from(indices[tap]) * n;
             let w = weights[tap];
-            #[unroll]
-            for j in 0..span {
-                acc[j] += w * input[source + min(u + j * q, n - 1)];
+            if interior {
+                #[unroll]
+                for j in 0..span {
+                    acc[j] += w * input[source + u * span + j];
+                }
+            } else {
+                #[unroll]
+                for j in 0..span {
+                    acc[j] += w * input[source + min(column(u, j, q, span, blocked), n - 1)];
+                }
             }
         }
         #[unroll]
         for j in 0..span {
-            let t = u + j * q;
+            let t = column(u, j, q, span, blocked);
             if t < n {
                 output[c * n + t] = acc[j];
             }
         }
     }
+}
+
+/// Sample `j` of the unit at offset `u`: `u + j * stride` on a GPU, `u * span + j` on the cpu
+/// runtime.
+#[cube]
+fn column(
+    u: usize,
+    j: usize,
+    stride: usize,
+    #[comptime] span: usize,
+    #[comptime] blocked: bool,
+) -> usize {
+    if comptime![blocked] {
+        u * span + j
+    } else {
+        u + j * stride
+    }
+}
+
+/// Whether the unit at offset `u` has consecutive samples (the cpu runtime) all inside the row:
+/// then its loads need no clamping.
+#[cube]
+fn runs_inside(u: usize, n: usize, #[comptime] span: usize, #[comptime] blocked: bool) -> bool {
+    let mut inside = false;
+    if comptime![blocked] {
+        inside = (u + 1) * span <= n;
+    }
+    inside
 }
 
 /// The row and the offset `u` of this unit, for `row_count` rows: unit

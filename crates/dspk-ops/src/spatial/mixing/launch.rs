@@ -12,6 +12,8 @@ use crate::{DeviceArray, Error, Result, Shape, Stage, linalg};
 const DENSE_ROWS: usize = 8;
 /// Samples per unit (each loaded weight serves this many).
 const SPAN: usize = 4;
+/// Samples per unit on the cpu runtime, where they are consecutive: one 8-lane vector.
+const CPU_SPAN: usize = 8;
 /// Units of a cube taking consecutive samples of one row (a warp on NVIDIA hardware).
 const LANES: usize = 32;
 /// Rows (groups of [`LANES`] units) of a cube, at the same samples: `LANES * SLOTS` is the cube.
@@ -254,7 +256,9 @@ pub fn mix_channels(
     // both arrays hold `channels * samples` values, and the matrix's buffers were sized and
     // its indices checked when it was made.
     let (input, output) = (input.handle(), output.handle());
-    let stride = samples.div_ceil(SPAN);
+    let layout = UnitLayout::of(client);
+    let span = if layout.blocked() { CPU_SPAN } else { SPAN };
+    let stride = samples.div_ceil(span);
     // Unit counts exceed `values` by less than a cube per row group and sample block; the
     // check below keeps them in u32 with the sizes.
     Shape::new(mixing_units(channels, stride), 1).values("channel mixing units")?;
@@ -262,7 +266,6 @@ pub fn mix_channels(
     match &mixing.indices {
         None => {
             let units = mixing_units(channels.div_ceil(DENSE_ROWS), stride);
-            let layout = UnitLayout::of(client);
             // SAFETY: the buffers hold the lengths passed (typed arrays, and the matrix's own); each unit with index
             // below `units` reads rows and input channels below `channels` and samples clamped
             // below `samples`, and writes only rows below `channels`, samples below `samples`.
@@ -279,7 +282,7 @@ pub fn mix_channels(
                     stride32,
                     units as u32,
                     DENSE_ROWS,
-                    SPAN,
+                    span,
                     LANES,
                     SLOTS,
                     layout.blocked(),
@@ -289,7 +292,6 @@ pub fn mix_channels(
         Some(indices) => {
             let taps = channels * mixing.taps;
             let units = mixing_units(channels, stride);
-            let layout = UnitLayout::of(client);
             // SAFETY: as above; every stored index is below `channels` (checked when the matrix
             // was made), so `indices[c * taps + k] * samples + t` stays inside the input.
             unsafe {
@@ -306,7 +308,7 @@ pub fn mix_channels(
                     mixing.taps as u32,
                     stride32,
                     units as u32,
-                    SPAN,
+                    span,
                     LANES,
                     SLOTS,
                     layout.blocked(),
