@@ -39,6 +39,7 @@ mod parts;
 mod pinned;
 pub mod readahead;
 mod recording;
+mod repeated;
 pub mod rng;
 mod sample;
 mod time;
@@ -59,6 +60,7 @@ pub use memory::{MemoryRecording, SyntheticRecording};
 pub use recording::{
     ChannelInfo, ConcurrentReads, ReadRequest, RecordingInfo, RecordingSource, ScaledOnly,
 };
+pub use repeated::RepeatedRecording;
 pub use sample::{SampleFormat, StoredSample, scale};
 pub use time::{RationalTime, SampleRate};
 pub use units::{format_bytes, format_count};

@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use dspk_core::test_util::{Rng, check_recording_source};
 use dspk_core::{
-    ChannelInfo, Error, MemoryRecording, RecordingInfo, RecordingSource, SampleFormat, SampleRate,
-    ScaledOnly, SyntheticRecording,
+    ChannelInfo, ConcurrentReads, Error, MemoryRecording, ReadRequest, RecordingInfo,
+    RecordingSource, RepeatedRecording, SampleFormat, SampleRate, ScaledOnly, SyntheticRecording,
 };
 
 /// A recording of `channels` x `samples` random stored values of `format` (extremes included
@@ -223,5 +223,90 @@ fn large_synthetic_reads_match_sample_by_sample() {
                 dspk_core::scale(f64::from(value), SyntheticRecording::GAIN_UV, 0.0)
             );
         }
+    }
+}
+
+/// A repeated recording reads sample `s` of its block at `s % block`, across any number of
+/// block boundaries, scaled, stored and by runs, for any channel order; it passes the
+/// conformance suite and refuses empty or overflowing repeats.
+#[test]
+fn repeated_recordings_read_their_block_modulo_its_length() {
+    let block = 37usize;
+    let inner = random_recording(SampleFormat::I16, 3, block, 7);
+    let repeated = RepeatedRecording::new(Arc::new(inner.clone()), 5).unwrap();
+    assert_eq!(repeated.info().num_samples, 5 * block as u64);
+    assert_eq!(repeated.block_samples(), block as u64);
+    assert_eq!(repeated.repeats(), 5);
+    check_recording_source(&repeated);
+    check_recording_source(
+        &RepeatedRecording::new(Arc::new(ScaledOnly(inner.clone())), 3).unwrap(),
+    );
+
+    let all = [0usize, 1, 2];
+    let mut whole = vec![0f32; 3 * block];
+    inner.read(&all, 0..block as u64, &mut whole).unwrap();
+    let mut whole_stored = vec![0u8; 3 * block * 2];
+    inner
+        .read_stored(&all, 0..block as u64, &mut whole_stored)
+        .unwrap();
+    let mut rng = Rng::new(11);
+    for _ in 0..200 {
+        let start = (rng.next_u64() % (5 * block as u64)) as usize;
+        let len = (rng.next_u64() % (5 * block as u64 - start as u64 + 1)) as usize;
+        let channels: &[usize] = match rng.next_u64() % 3 {
+            0 => &[0, 1, 2],
+            1 => &[2, 0],
+            _ => &[1],
+        };
+        let range = start as u64..(start + len) as u64;
+        let mut scaled = vec![0f32; channels.len() * len];
+        repeated.read(channels, range.clone(), &mut scaled).unwrap();
+        let mut stored = vec![0u8; channels.len() * len * 2];
+        repeated
+            .read_stored(channels, range.clone(), &mut stored)
+            .unwrap();
+        let mut runs_out = vec![0f32; channels.len() * len];
+        if len > 0 {
+            let request = ReadRequest::new(repeated.info(), channels, range.clone()).unwrap();
+            let mut runs: Vec<&mut [f32]> = runs_out.chunks_exact_mut(len).collect();
+            repeated.fill_scaled_runs(&request, &mut runs).unwrap();
+        }
+        for (k, &c) in channels.iter().enumerate() {
+            for i in 0..len {
+                let s = (start + i) % block;
+                let what = format!("channel {c}, sample {} of {range:?}", start + i);
+                assert_eq!(scaled[k * len + i], whole[c * block + s], "{what}");
+                assert_eq!(runs_out[k * len + i], whole[c * block + s], "{what} (runs)");
+                assert_eq!(
+                    stored[(k * len + i) * 2..(k * len + i + 1) * 2],
+                    whole_stored[(c * block + s) * 2..(c * block + s + 1) * 2],
+                    "{what} (stored)"
+                );
+            }
+        }
+    }
+
+    let mut out = vec![0f32; 2];
+    assert!(matches!(
+        repeated.read(&[0], 5 * block as u64 - 1..5 * block as u64 + 1, &mut out),
+        Err(Error::SamplesPastEnd { .. })
+    ));
+    for repeats in [0, u64::MAX] {
+        assert!(matches!(
+            RepeatedRecording::new(Arc::new(inner.clone()), repeats),
+            Err(Error::InvalidRecording(_))
+        ));
+    }
+    // Concurrent reads by time only where block boundaries fall on the inner alignment.
+    assert_eq!(repeated.concurrent_reads(), inner.concurrent_reads());
+    let synthetic =
+        SyntheticRecording::new(3, 4_000, SampleRate::from_hz(30_000).unwrap(), 2).unwrap();
+    let inner_reads = synthetic.concurrent_reads();
+    let repeated_synthetic = RepeatedRecording::new(Arc::new(synthetic), 2).unwrap();
+    match inner_reads {
+        ConcurrentReads::ByTime { align } if !4_000u64.is_multiple_of(align) => {
+            assert_eq!(repeated_synthetic.concurrent_reads(), ConcurrentReads::No);
+        }
+        other => assert_eq!(repeated_synthetic.concurrent_reads(), other),
     }
 }

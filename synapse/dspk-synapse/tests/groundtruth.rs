@@ -253,6 +253,19 @@ fn spike_trains_are_checked() {
     assert_eq!(labelled.num_spikes(), 4);
     assert!(SpikeTrains::from_labels(&[1, 2], &[0]).is_err());
     assert!(SpikeTrains::from_labels(&[-1], &[0]).is_err());
+
+    let played = labelled.repeated(50, 3).unwrap();
+    assert_eq!(played.ids(), ["2", "7"]);
+    assert_eq!(played.train(0), [10, 40, 60, 90, 110, 140]);
+    assert_eq!(played.train(1), [20, 30, 70, 80, 120, 130]);
+    assert_eq!(labelled.repeated(50, 0).unwrap().num_spikes(), 0);
+    let overlapping = labelled.repeated(40, 2).unwrap_err();
+    assert!(
+        overlapping.to_string().contains("sample 40"),
+        "{overlapping}"
+    );
+    assert!(labelled.repeated(0, 2).is_err());
+    assert!(labelled.repeated(50, u64::MAX).is_err());
 }
 
 /// Every assignment of `min(rows, cols)` pairs, by recursion; the least total cost.

@@ -227,15 +227,20 @@ impl DeviceWindows {
                 .filter(|(_, w)| select(w))
                 .map(|(i, _)| i)
                 .collect();
+            let mut told = 0;
             for index in picked {
                 if let Some(window) = resident.window(index) {
                     visit(window?)?;
                     report.windows += 1;
                     report.resident_windows += 1;
                 }
-                tell(index + 1);
+                told = index + 1;
+                tell(told);
             }
-            tell(total);
+            // The end, once, also when the last windows were not picked.
+            if told != total {
+                tell(total);
+            }
             return Ok(());
         }
         let pipeline = self.chain.pipeline(&self.client)?;

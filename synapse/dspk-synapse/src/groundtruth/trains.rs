@@ -88,6 +88,44 @@ impl SpikeTrains {
         Self::new(units)
     }
 
+    /// The trains of a recording played `repeats` times end to end, each play `period`
+    /// samples long: every spike `s` at `s + r * period` for `r` in `0..repeats` (the truth of
+    /// a [`RepeatedRecording`](dspk_core::RepeatedRecording)).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Argument`] when a spike is not below `period` (the plays would overlap),
+    /// `period` is not positive or the last sample overflows.
+    pub fn repeated(&self, period: i64, repeats: u64) -> Result<Self> {
+        if period <= 0 {
+            return Err(Error::Argument(format!(
+                "a repeat period of {period} samples"
+            )));
+        }
+        if i64::try_from(repeats)
+            .ok()
+            .and_then(|r| r.checked_mul(period))
+            .is_none()
+        {
+            return Err(Error::Argument(format!(
+                "{repeats} repeats of {period} samples overflow a sample index"
+            )));
+        }
+        let mut units = Vec::with_capacity(self.ids.len());
+        for (id, train) in self.ids.iter().zip(&self.trains) {
+            if let Some(&s) = train.iter().find(|&&s| s >= period) {
+                return Err(Error::Argument(format!(
+                    "unit `{id}` has a spike at sample {s}, not below the repeat period {period}"
+                )));
+            }
+            let played = (0..repeats as i64)
+                .flat_map(|r| train.iter().map(move |&s| s + r * period))
+                .collect();
+            units.push((id.clone(), played));
+        }
+        Self::new(units)
+    }
+
     /// The number of units.
     #[must_use]
     pub fn num_units(&self) -> usize {
