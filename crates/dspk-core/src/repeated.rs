@@ -13,8 +13,8 @@ use crate::{Error, Result};
 ///
 /// Reads that cross a block boundary are split there and each piece is read from `inner`
 /// straight into the caller's buffer (no copy of the block is held). Stored reads work when
-/// `inner` says they do ([`RecordingSource::can_read_stored`]); concurrent reads as `inner`'s, by time only when the block length is a
-/// multiple of `inner`'s alignment.
+/// `inner` says they do ([`RecordingSource::can_read_stored`]); concurrent reads as `inner`'s,
+/// by time only when the block length is a multiple of `inner`'s alignment.
 #[derive(Clone)]
 pub struct RepeatedRecording {
     inner: Arc<dyn RecordingSource>,

@@ -22,8 +22,8 @@ use crate::{ChannelVector, DeviceArray, Result, StoredArray};
 ///
 /// # Errors
 ///
-/// [`Error::ShapeMismatch`](crate::Error::ShapeMismatch) when `out`'s shape differs from `stored`'s, or `gains` or
-/// `offsets` do not hold one value per channel.
+/// [`Error::ShapeMismatch`](crate::Error::ShapeMismatch) when `out`'s shape differs from
+/// `stored`'s, or `gains` or `offsets` do not hold one value per channel.
 pub fn unpack_scaled(
     client: &Client,
     stored: &StoredArray,

@@ -70,9 +70,9 @@ fn skip_below(threshold: f32, weights: &[f32], nc: usize) -> f32 {
 ///
 /// All sums run in a fixed order and no float atomics are used: results do not depend on
 /// thread scheduling. Device memory: `channels * (K + 1) + 2 * G` 4-byte values per window
-/// sample (the projections and their energies, and each centre's best score and combo), allocated for the longest
-/// window seen and reused, plus `nc * P + 5` values per spike slot (grown to the most spikes
-/// one window had).
+/// sample (the projections and their energies, and each centre's best score and combo),
+/// allocated for the longest window seen and reused, plus `nc * P + 5` values per spike slot
+/// (grown to the most spikes one window had).
 #[derive(Debug)]
 pub struct UniversalDetector {
     channels: usize,
