@@ -14,6 +14,8 @@ pub(crate) const LANES: usize = 32;
 
 /// Columns one unit of the projection computes: each weight it loads serves this many.
 const TILE: usize = 8;
+/// [`TILE`] on the cpu runtime, where a unit's columns are consecutive: two 8-lane vectors.
+const CPU_TILE: usize = 16;
 
 /// `out[c, k, t] = sum_j x[c, t + j - nt / 2] * weights[k, j]` for the `components` filters of
 /// `nt` taps in `weights` (samples outside the row read as zero), summed over `j` in increasing
@@ -74,39 +76,56 @@ fn project_rows(
         for e in 0..tile * components {
             acc[e] = 0.0f32;
         }
-        let mut w = Array::<f32>::new(components);
         // Whether every sample the unit reads lies in the row: then no clamping (the same
         // values, fewer instructions).
         let interior = t0 >= half && t0 + (tile - 1) * lanes + len <= n + half;
-        for j in 0..len {
+        if comptime![blocked] && interior {
+            // The cpu runtime: one filter at a time over the taps, the unit's consecutive
+            // samples innermost, which compiles to vector multiply-adds (each sum still runs
+            // over `j` in increasing order).
             #[unroll]
             for k in 0..components {
-                w[k] = weights[k * len + j];
-            }
-            if interior {
-                let base = row + t0 + j - half;
-                #[unroll]
-                for q in 0..tile {
-                    let v = x[base + q * lanes];
+                for j in 0..len {
+                    let weight = weights[k * len + j];
+                    let base = row + t0 + j - half;
                     #[unroll]
-                    for k in 0..components {
-                        acc[q * components + k] += v * w[k];
+                    for q in 0..tile {
+                        acc[q * components + k] += weight * x[base + q];
                     }
                 }
-            } else {
+            }
+        } else {
+            let mut w = Array::<f32>::new(components);
+            for j in 0..len {
                 #[unroll]
-                for q in 0..tile {
-                    // Sample `t0 + q * lanes + j - half`, read as 0 outside `0..n`.
-                    let shifted = t0 + q * lanes + j;
-                    let inside = shifted >= half && shifted < n + half;
-                    let v = select(
-                        inside,
-                        x[row + min(max(shifted, half), n + half - 1) - half],
-                        0.0f32,
-                    );
+                for k in 0..components {
+                    w[k] = weights[k * len + j];
+                }
+                if interior {
+                    let base = row + t0 + j - half;
                     #[unroll]
-                    for k in 0..components {
-                        acc[q * components + k] += v * w[k];
+                    for q in 0..tile {
+                        let v = x[base + q * lanes];
+                        #[unroll]
+                        for k in 0..components {
+                            acc[q * components + k] += v * w[k];
+                        }
+                    }
+                } else {
+                    #[unroll]
+                    for q in 0..tile {
+                        // Sample `t0 + q * lanes + j - half`, read as 0 outside `0..n`.
+                        let shifted = t0 + q * lanes + j;
+                        let inside = shifted >= half && shifted < n + half;
+                        let v = select(
+                            inside,
+                            x[row + min(max(shifted, half), n + half - 1) - half],
+                            0.0f32,
+                        );
+                        #[unroll]
+                        for k in 0..components {
+                            acc[q * components + k] += v * w[k];
+                        }
                     }
                 }
             }
@@ -164,9 +183,10 @@ impl Projection<'_> {
         let layout = UnitLayout::of(client);
         // `project_rows`' columns per chunk lane (1 on the cpu runtime).
         let lanes = if layout.blocked() { 1 } else { LANES };
+        let tile = if layout.blocked() { CPU_TILE } else { TILE };
         project_rows::launch(
             client,
-            layout.cube_count(channels * n.div_ceil(TILE * lanes) * lanes),
+            layout.cube_count(channels * n.div_ceil(tile * lanes) * lanes),
             layout.cube_dim(),
             self.x.arg(self.x.len()),
             self.weights.arg(self.components * self.nt),
@@ -178,7 +198,7 @@ impl Projection<'_> {
             n as u32,
             self.nt as u32,
             self.components,
-            TILE,
+            tile,
             copy_input,
             with_energy,
             layout.blocked(),

@@ -9,6 +9,9 @@ use dspk_ops::launch::unit_index;
 pub(super) use crate::algorithms::projection::LANES;
 pub(super) use crate::runner::buffers::FOUND;
 
+/// Consecutive columns one unit of [`score_centres`] takes on the cpu runtime.
+pub(super) const CPU_COLUMNS: usize = 16;
+
 /// For each `(g, t)`: `A[s, k] = sum_i weights[s, g, i] * bt[iC[g, i], k, t]`, and
 /// `amax[g, t] = max |A|` over the combos `s * K + k`, `codes[g, t]` the first combo reaching
 /// it (lowest index) times 2, plus 1 when its `A` is negative.
@@ -24,12 +27,16 @@ pub(super) use crate::runner::buffers::FOUND;
 /// fails too, the scores (`nc * K * S`). Scores above the threshold are computed in full, so
 /// the spikes are the same.
 ///
-/// One unit per `(g, t)`, numbered `((group * chunks + chunk) * block + member) * LANES + lane`
-/// for centre `g = group * block + member` and column `t = chunk * LANES + lane`: a cube of
-/// `block * LANES` units covers `block` consecutive centres (ordered by position, so they share
-/// most of their channels) at the same `LANES` columns, and the projections one centre's units
-/// load serve the others from the cache.
+/// On a GPU one unit per `(g, t)`, numbered `((group * chunks + chunk) * block + member) *
+/// LANES + lane` for centre `g = group * block + member` and column `t = chunk * LANES + lane`:
+/// a cube of `block * LANES` units covers `block` consecutive centres (ordered by position, so
+/// they share most of their channels) at the same `LANES` columns, and the projections one
+/// centre's units load serve the others from the cache. On the cpu runtime (`blocked`) one
+/// unit per centre and [`CPU_COLUMNS`] consecutive columns, `g * chunks + chunk`: it loads each
+/// channel's index once for all of them and their energies as consecutive values (vector
+/// loads).
 #[cube(launch)]
+#[allow(clippy::too_many_arguments)]
 pub(super) fn score_centres(
     bt: &[f32],
     energy: &[f32],
@@ -46,39 +53,65 @@ pub(super) fn score_centres(
     #[comptime] block: usize,
     #[comptime] blocked: bool,
 ) {
+    let lanes = comptime![if blocked { 1usize } else { LANES }];
+    let group = comptime![if blocked { 1usize } else { block }];
+    let columns = comptime![if blocked { CPU_COLUMNS } else { 1usize }];
     let unit = unit_index(blocked);
     let n = usize::cast_from(samples);
     let g_count = usize::cast_from(centres);
-    let chunks = n.div_ceil(LANES);
-    let member = (unit / LANES) % block;
-    let chunk = (unit / (LANES * block)) % chunks;
-    let g = unit / (LANES * block * chunks) * block + member;
-    let t = chunk * LANES + unit % LANES;
-    if g < g_count && t < n {
-        let mut total = 0.0f32;
+    let chunks = n.div_ceil(lanes * columns);
+    let member = (unit / lanes) % group;
+    let chunk = (unit / (lanes * group)) % chunks;
+    let g = unit / (lanes * group * chunks) * group + member;
+    let t0 = chunk * lanes * columns + unit % lanes;
+    if g < g_count && t0 < n {
+        let mut total = Array::<f32>::new(columns);
+        #[unroll]
+        for q in 0..columns {
+            total[q] = 0.0f32;
+        }
+        // Columns past the row (the last unit of a row on the cpu runtime) read clamped and
+        // are not written.
+        let interior = t0 + columns <= n;
         #[unroll]
         for i in 0..nc {
-            total += energy[usize::cast_from(nearest_channels[g * nc + i]) * n + t];
+            let row = usize::cast_from(nearest_channels[g * nc + i]) * n;
+            if interior {
+                #[unroll]
+                for q in 0..columns {
+                    total[q] += energy[row + t0 + q];
+                }
+            } else {
+                #[unroll]
+                for q in 0..columns {
+                    total[q] += energy[row + min(t0 + q, n - 1)];
+                }
+            }
         }
-        if total <= skip_below {
-            amax[g * n + t] = 0.0f32;
-            codes[g * n + t] = 0u32;
-        } else {
-            score_bounded(
-                bt,
-                nearest_channels,
-                weights,
-                amax,
-                codes,
-                g,
-                t,
-                n,
-                g_count,
-                skip_below,
-                nc,
-                templates,
-                sizes,
-            );
+        for q in 0..columns {
+            let t = t0 + q;
+            if t < n {
+                if total[q] <= skip_below {
+                    amax[g * n + t] = 0.0f32;
+                    codes[g * n + t] = 0u32;
+                } else {
+                    score_bounded(
+                        bt,
+                        nearest_channels,
+                        weights,
+                        amax,
+                        codes,
+                        g,
+                        t,
+                        n,
+                        g_count,
+                        skip_below,
+                        nc,
+                        templates,
+                        sizes,
+                    );
+                }
+            }
         }
     }
 }

@@ -388,7 +388,13 @@ impl UniversalDetector {
         let scratch = &self.scratch;
         let (g_count, k_count) = (self.centres, self.templates);
         let maps = g_count * n;
-        let units = g_count.div_ceil(SCORE_BLOCK) * n.div_ceil(LANES) * SCORE_BLOCK * LANES;
+        // `score_centres`' numbering: blocks of centres by chunks of lanes on a GPU, centres by
+        // runs of columns on the cpu runtime.
+        let units = if self.layout.blocked() {
+            g_count * n.div_ceil(kernel::CPU_COLUMNS)
+        } else {
+            g_count.div_ceil(SCORE_BLOCK) * n.div_ceil(LANES) * SCORE_BLOCK * LANES
+        };
         kernel::score_centres::launch(
             client,
             self.layout.cube_count(units),

@@ -12,11 +12,16 @@ use dspk_ops::launch::unit_index;
 pub(super) use crate::runner::buffers::FOUND;
 /// `slot_of` entry of a channel where the template is zero.
 pub(super) const NO_SLOT: u32 = u32::MAX;
+/// Consecutive columns one unit of [`template_scores`] computes on the cpu runtime.
+pub(super) const CPU_COLUMNS: usize = 8;
 
 /// `b[m, t] = sum_s sum_p slot_weights[m, s, p] * bp[slot_channel[m, s], p, t]`: the score
 /// `sum_{c, p} U[m, p, c] * bp[c, p, t]` over the template's nonzero channels only (padding
-/// slots weigh zero). One unit per `(m, t)`, `t` fastest.
+/// slots weigh zero). On a GPU one unit per `(m, t)`, `t` fastest; on the cpu runtime
+/// (`blocked`) one unit per `m` and [`CPU_COLUMNS`] consecutive columns, so each weight it
+/// loads serves all of them and its loads of `bp` are consecutive (vector loads).
 #[cube(launch)]
+#[allow(clippy::too_many_arguments)]
 pub(super) fn template_scores(
     bp: &[f32],
     slot_channel: &[u32],
@@ -28,21 +33,46 @@ pub(super) fn template_scores(
     #[comptime] pcs: usize,
     #[comptime] blocked: bool,
 ) {
+    let columns = comptime![if blocked { CPU_COLUMNS } else { 1usize }];
     let unit = unit_index(blocked);
     let n = usize::cast_from(samples);
-    if unit < usize::cast_from(templates) * n {
-        let m = unit / n;
-        let t = unit % n;
+    let chunks = n.div_ceil(columns);
+    if unit < usize::cast_from(templates) * chunks {
+        let m = unit / chunks;
+        let t0 = (unit % chunks) * columns;
         let slots = usize::cast_from(slots);
-        let mut acc = 0.0f32;
+        let mut acc = Array::<f32>::new(columns);
+        #[unroll]
+        for q in 0..columns {
+            acc[q] = 0.0f32;
+        }
+        // Whether every column lies in the row: then no clamping.
+        let interior = t0 + columns <= n;
         for s in 0..slots {
             let c = usize::cast_from(slot_channel[m * slots + s]);
             #[unroll]
             for p in 0..pcs {
-                acc += slot_weights[(m * slots + s) * pcs + p] * bp[(c * pcs + p) * n + t];
+                let w = slot_weights[(m * slots + s) * pcs + p];
+                let row = (c * pcs + p) * n;
+                if interior {
+                    #[unroll]
+                    for q in 0..columns {
+                        acc[q] += w * bp[row + t0 + q];
+                    }
+                } else {
+                    #[unroll]
+                    for q in 0..columns {
+                        acc[q] += w * bp[row + min(t0 + q, n - 1)];
+                    }
+                }
             }
         }
-        b[unit] = acc;
+        #[unroll]
+        for q in 0..columns {
+            if t0 + q < n {
+                b[m * n + t0 + q] = acc[q];
+            }
+        }
     }
 }
 

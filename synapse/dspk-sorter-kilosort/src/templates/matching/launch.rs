@@ -362,9 +362,15 @@ impl Matcher {
     /// Queues `template_scores` over windows of `n` samples.
     fn score(&self, client: &Client, n: usize) {
         let t = &self.tables;
+        // `template_scores`' units: one per column on a GPU, per run of columns on the cpu.
+        let columns = if self.layout.blocked() {
+            kernel::CPU_COLUMNS
+        } else {
+            1
+        };
         kernel::template_scores::launch(
             client,
-            self.layout.cube_count(t.templates * n),
+            self.layout.cube_count(t.templates * n.div_ceil(columns)),
             self.layout.cube_dim(),
             self.scratch.bp.arg(t.channels * t.pcs * n),
             self.device.slot_channel.arg(t.slot_channel.len()),
