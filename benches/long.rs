@@ -129,7 +129,11 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let sorted = sort_with_bars(&client, args.settings, source, &probe)?;
     print!("{}", sorted.report(args.seconds as f64));
     let stages = &sorted.output.stages;
-    let passes = stages.iter().filter(|s| s.pass.windows > 0).count();
+    // Stages that visit windows or read samples (channel offsets read a few without windows).
+    let passes = stages
+        .iter()
+        .filter(|s| s.pass.windows > 0 || s.pass.read_bytes > 0)
+        .count();
     let reads = stages.iter().filter(|s| s.pass.read_bytes > 0).count();
     let read: u64 = stages.iter().map(|s| s.pass.read_bytes).sum();
     let host_peak = stages
