@@ -52,7 +52,8 @@ pub fn cube_units(client: &Client, at_most: u32) -> u32 {
 /// step. There a launch has one unit per core (`num_cpu_cores`) and unit
 /// `UNIT_POS * CUBE_COUNT + CUBE_POS`: each core takes one contiguous run of units, the order
 /// in which kernels lay their units out over memory. What a unit computes does not change,
-/// only which thread computes it, so results are the same bit for bit.
+/// only which thread computes it, so results are the same bit for bit. Why, and what was
+/// measured: `docs/decisions/0011-cpu-runtime-layout.md`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct UnitLayout {
     /// `Some(cores)` on the cpu runtime.
