@@ -21,9 +21,9 @@ const CPU_TILE: usize = 16;
 /// `nt` taps in `weights` (samples outside the row read as zero), summed over `j` in increasing
 /// order; with `copy_input`, also `copy = x` (matching's residual starts as the window); with
 /// `with_energy`, also `energy[c, t] = sum_k out[c, k, t]^2` (over `k` in increasing order:
-/// detection's bound on its scores). One unit
-/// per channel and `tile` columns `lanes` apart (each weight it loads serves `tile` columns):
-/// unit `(c * chunks + chunk) * lanes + lane` takes the columns
+/// detection's bound on its scores). One unit per channel and `tile` columns `lanes` apart
+/// (each weight it loads serves `tile` columns): unit `(c * chunks + chunk) * lanes + lane`
+/// takes the columns
 /// `chunk * tile * lanes + q * lanes + lane`. On a GPU `lanes` is [`LANES`], so a warp's loads
 /// are coalesced; on the cpu runtime (`blocked`) it is 1: a unit's columns are consecutive, and
 /// its loads of `tile` consecutive samples compile to vector loads. The unit of a non-finite
