@@ -23,11 +23,10 @@ const CPU_TILE: usize = 16;
 /// `with_energy`, also `energy[c, t] = sum_k out[c, k, t]^2` (over `k` in increasing order:
 /// detection's bound on its scores). One unit per channel and `tile` columns `lanes` apart
 /// (each weight it loads serves `tile` columns): unit `(c * chunks + chunk) * lanes + lane`
-/// takes the columns
-/// `chunk * tile * lanes + q * lanes + lane`. On a GPU `lanes` is [`LANES`], so a warp's loads
-/// are coalesced; on the cpu runtime (`blocked`) it is 1: a unit's columns are consecutive, and
-/// its loads of `tile` consecutive samples compile to vector loads. The unit of a non-finite
-/// sample lowers `counters[FIRST_BAD]` to its index.
+/// takes the columns `chunk * tile * lanes + q * lanes + lane`. On a GPU `lanes` is
+/// [`LANES`], so a warp's loads are coalesced; on the cpu runtime (`blocked`) it is 1: a unit's
+/// columns are consecutive, and it runs one filter at a time over them (vector multiply-adds).
+/// The unit of a non-finite sample lowers `counters[FIRST_BAD]` to its index.
 #[cube(launch)]
 #[allow(clippy::too_many_arguments)]
 fn project_rows(
