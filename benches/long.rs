@@ -21,7 +21,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use dspk::kilosort::{KilosortSettings, SortProbe};
-use dspk::synapse::groundtruth::{Drift, GroundTruthConfig, MatchMode};
+use dspk::synapse::groundtruth::{Drift, GroundTruthConfig};
 use dspk::{ComputeTarget, RecordingSource, RepeatedRecording, SampleRate};
 use dspk_cli::flags::Reader;
 use dspk_cli::report::run_program;
@@ -153,14 +153,18 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         SampleRate::from_hz(RATE_HZ)?,
     )?;
     let summary = Summary::of(&comparison);
-    let performance = comparison.performance(MatchMode::Hungarian);
-    let mean = performance.iter().map(|p| p.accuracy).sum::<f64>() / performance.len() as f64;
     print!("{summary}");
     println!(
         "LONG seconds={} block_s={} channels={} units={} wall_s={:.1} passes={passes} \
          passes_reading={reads} read_bytes={read} host_peak_bytes={host_peak} device_peak_bytes={device_peak} \
-         found={} mean_accuracy={mean:.3}",
-        args.seconds, block.seconds, config.channels, config.units, sorted.seconds, summary.found
+         found={} mean_accuracy={:.3}",
+        args.seconds,
+        block.seconds,
+        config.channels,
+        config.units,
+        sorted.seconds,
+        summary.found,
+        summary.mean.accuracy
     );
     Ok(summary.check(block.min_units, block.min_accuracy)?)
 }

@@ -359,8 +359,8 @@ impl SosFilter {
             self.block_len.min(virtual_len) as u32,
             blocks as u32,
         );
+        let layout = UnitLayout::of(client);
         for finish in [false, true] {
-            let layout = UnitLayout::of(client);
             // SAFETY: `src` holds `src_values` and `dst` `dst_values` values (typed arrays of
             // those shapes, checked where they were made, or allocated for them), `states` holds `units * 2 * sections`, `coefs`
             // `COEFS * sections`; the kernel bounds its unit by `channels * blocks`, reads the
@@ -391,7 +391,6 @@ impl SosFilter {
             }
             if !finish {
                 let dim = 2 * sections;
-                let layout = UnitLayout::of(client);
                 // SAFETY: as above; one unit per channel, `transition` holds `dim * dim`
                 // values and `initial` `dim`.
                 unsafe {

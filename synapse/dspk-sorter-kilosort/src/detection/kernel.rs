@@ -91,11 +91,16 @@ pub(super) fn score_centres(
         for q in 0..columns {
             let t = t0 + q;
             if t < n {
-                if total[q] <= skip_below {
+                // The bound over all templates, then (where it fails) each template's.
+                let mut bound = total[q];
+                if bound > skip_below {
+                    bound = largest_template_energy(bt, nearest_channels, g, t, n, nc, templates);
+                }
+                if bound <= skip_below {
                     amax[g * n + t] = 0.0f32;
                     codes[g * n + t] = 0u32;
                 } else {
-                    score_bounded(
+                    score_one(
                         bt,
                         nearest_channels,
                         weights,
@@ -105,7 +110,6 @@ pub(super) fn score_centres(
                         t,
                         n,
                         g_count,
-                        skip_below,
                         nc,
                         templates,
                         sizes,
@@ -116,25 +120,18 @@ pub(super) fn score_centres(
     }
 }
 
-/// `score_centres` at one `(g, t)` whose bound over all templates failed: each template's
-/// bound, then the scores (`score_one`) if one of those fails too.
+/// `max_k sum_i bt[iC[g, i], k, t]^2`: the largest template energy over centre `g`'s channels
+/// at column `t` (`score_centres`' bound for each template).
 #[cube]
-#[allow(clippy::too_many_arguments)]
-fn score_bounded(
+fn largest_template_energy(
     bt: &[f32],
     nearest_channels: &[u32],
-    weights: &[f32],
-    amax: &mut [f32],
-    codes: &mut [u32],
     g: usize,
     t: usize,
     n: usize,
-    g_count: usize,
-    skip_below: f32,
     #[comptime] nc: usize,
     #[comptime] templates: usize,
-    #[comptime] sizes: usize,
-) {
+) -> f32 {
     let mut per_template = Array::<f32>::new(templates);
     #[unroll]
     for k in 0..templates {
@@ -154,25 +151,7 @@ fn score_bounded(
     for k in 1..templates {
         most = max(most, per_template[k]);
     }
-    if most <= skip_below {
-        amax[g * n + t] = 0.0f32;
-        codes[g * n + t] = 0u32;
-    } else {
-        score_one(
-            bt,
-            nearest_channels,
-            weights,
-            amax,
-            codes,
-            g,
-            t,
-            n,
-            g_count,
-            nc,
-            templates,
-            sizes,
-        );
-    }
+    most
 }
 
 /// `score_centres`' scores and best combo at one `(g, t)` (no skipping).

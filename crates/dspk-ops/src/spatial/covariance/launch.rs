@@ -170,7 +170,6 @@ impl CovarianceAccumulator {
                 layout.blocked(),
             );
         }
-        let layout = UnitLayout::of(client);
         // SAFETY: units below `folds` read their `splits` partials within `partial_count` and
         // write elements `i, j < dim` of `carry`, which holds `dim * dim` values.
         unsafe {
