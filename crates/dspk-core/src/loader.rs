@@ -336,6 +336,9 @@ pub struct LoaderStats {
 /// # Ok::<(), dspk_core::Error>(())
 /// ```
 pub struct WindowLoader<T: WindowElement> {
+    /// Index in the schedule of the first window read.
+    first: usize,
+    /// Windows read, from `first` on.
     len: usize,
     next: usize,
     done: bool,
@@ -366,6 +369,26 @@ impl<T: WindowElement> WindowLoader<T> {
         source: Arc<S>,
         channels: Vec<usize>,
         schedule: ChunkSchedule,
+        options: LoaderOptions,
+    ) -> Result<Self>
+    where
+        S: RecordingSource + ?Sized + 'static,
+    {
+        Self::from_window(source, channels, schedule, 0, options)
+    }
+
+    /// As [`new`](Self::new), reading only the windows of `schedule` from index `first` on
+    /// (none when `first` is past the last): the rest of a recording whose first windows are
+    /// held elsewhere. The windows keep their indices in `schedule`.
+    ///
+    /// # Errors
+    ///
+    /// As [`new`](Self::new).
+    pub fn from_window<S>(
+        source: Arc<S>,
+        channels: Vec<usize>,
+        schedule: ChunkSchedule,
+        first: usize,
         options: LoaderOptions,
     ) -> Result<Self>
     where
@@ -406,6 +429,7 @@ impl<T: WindowElement> WindowLoader<T> {
             source,
             channels,
             schedule,
+            first,
             per_sample,
             capacity,
             pin,
@@ -426,7 +450,8 @@ impl<T: WindowElement> WindowLoader<T> {
                 cause: Arc::new(e),
             })?;
         Ok(Self {
-            len: schedule.len(),
+            first,
+            len: schedule.len().saturating_sub(first),
             next: 0,
             done: false,
             filled,
@@ -446,7 +471,8 @@ impl<T: WindowElement> WindowLoader<T> {
         self.threads
     }
 
-    /// Windows in the schedule (delivered or not).
+    /// Windows this loader reads (delivered or not): the schedule's, from the first window
+    /// read on.
     #[must_use]
     pub fn num_windows(&self) -> usize {
         self.len
@@ -483,7 +509,7 @@ impl<T: WindowElement> Iterator for WindowLoader<T> {
             self.done = true;
             return Some(Err(Error::WindowsHeld {
                 held,
-                window: self.next,
+                window: self.first + self.next,
             }));
         }
         let item = match self.filled.recv() {
@@ -494,7 +520,9 @@ impl<T: WindowElement> Iterator for WindowLoader<T> {
             }
             Err(_) => {
                 self.done = true;
-                Err(Error::LoaderStopped { window: self.next })
+                Err(Error::LoaderStopped {
+                    window: self.first + self.next,
+                })
             }
         };
         self.next += 1;
@@ -623,6 +651,8 @@ struct Reader<S: RecordingSource + ?Sized, T> {
     source: Arc<S>,
     channels: Vec<usize>,
     schedule: ChunkSchedule,
+    /// The first window to read.
+    first: usize,
     per_sample: usize,
     capacity: usize,
     /// Whether to page-lock the buffers.
@@ -659,7 +689,7 @@ impl<S: RecordingSource + ?Sized, T: WindowElement> Reader<S, T> {
     fn read_windows(mut self, readers: &PartReaders<T>) {
         let schedule = self.schedule;
         let sample_bytes = self.per_sample * size_of::<T>();
-        let mut windows = schedule.iter().peekable();
+        let mut windows = schedule.iter().skip(self.first).peekable();
         while let Some(window) = windows.next() {
             if matches!(self.stop.try_recv(), Err(TryRecvError::Disconnected)) {
                 return;

@@ -85,6 +85,8 @@ pub struct WindowStream {
     uploaded_bytes: u64,
     /// The stored windows kept on the device, when asked ([`keep_resident`](Self::keep_resident)).
     resident: Option<Vec<(HaloWindow, StoredArray)>>,
+    /// Device bytes the kept windows may take; the first window past it ends the keeping.
+    resident_budget: u64,
     /// Whether the last window has been served.
     finished: bool,
 }
@@ -108,6 +110,26 @@ impl WindowStream {
     where
         S: RecordingSource + ?Sized + 'static,
     {
+        Self::from_window(client, source, pipeline, options, 0)
+    }
+
+    /// As [`new`](Self::new), serving only the windows from index `first` of the schedule on
+    /// (none when `first` is past the last): the rest of a recording whose first windows are
+    /// kept on the device ([`ResidentWindows`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`new`](Self::new).
+    pub fn from_window<S>(
+        client: &Client,
+        source: Arc<S>,
+        pipeline: Pipeline,
+        options: &StreamOptions,
+        first: usize,
+    ) -> Result<Self>
+    where
+        S: RecordingSource + ?Sized + 'static,
+    {
         let info = source.info().clone();
         let channels = options
             .channels
@@ -125,14 +147,16 @@ impl WindowStream {
                 .filter_map(|&c| info.channels.get(c))
                 .map(|c| (c.gain, c.offset))
                 .unzip();
-            let loader = WindowLoader::new(source, channels, schedule, loader_options)?;
+            let loader =
+                WindowLoader::from_window(source, channels, schedule, first, loader_options)?;
             workspace.set_stored_scaling(&gains, &offsets)?;
             Loader::Stored(loader, info.stored_format)
         } else {
-            Loader::Scaled(WindowLoader::new(
+            Loader::Scaled(WindowLoader::from_window(
                 source,
                 channels,
                 schedule,
+                first,
                 loader_options,
             )?)
         };
@@ -144,18 +168,23 @@ impl WindowStream {
             current: None,
             uploaded_bytes: 0,
             resident: None,
+            resident_budget: 0,
             finished: false,
         })
     }
 
-    /// Keeps every stored window uploaded from now on in a device buffer of its own instead
-    /// of the workspace's upload buffer, so that [`into_resident`](Self::into_resident) can
-    /// serve the recording again without reading or uploading it. Call it before the first
-    /// window. Returns `false` (and keeps nothing) when windows cross as scaled `f32`: only
-    /// stored integers are kept, the compact form.
-    pub fn keep_resident(&mut self) -> bool {
+    /// Keeps the stored windows uploaded from now on, in order, each in a device buffer of
+    /// its own instead of the workspace's upload buffer, while together they take at most
+    /// `budget` device bytes: the first window that would pass it and every window after it
+    /// go through the upload buffer as usual. [`into_resident`](Self::into_resident) then
+    /// serves the kept windows again without reading or uploading them, and the rest can be
+    /// streamed ([`from_window`](Self::from_window)). Call it before the first window. Returns
+    /// `false` (and keeps nothing) when windows cross as scaled `f32`: only stored integers are
+    /// kept, the compact form.
+    pub fn keep_resident(&mut self, budget: u64) -> bool {
         if self.uploads_stored() && self.resident.is_none() {
             self.resident = Some(Vec::new());
+            self.resident_budget = budget;
         }
         self.resident.is_some()
     }
@@ -170,9 +199,10 @@ impl WindowStream {
         })
     }
 
-    /// The kept windows and this stream's workspace (its pipeline included), to process the
-    /// recording again from device memory; `None` unless [`keep_resident`](Self::keep_resident)
-    /// was on and every window has been served.
+    /// The kept windows (the first windows of the schedule, all of them when they fitted the
+    /// budget) and this stream's workspace (its pipeline included), to process them again from
+    /// device memory; `None` unless [`keep_resident`](Self::keep_resident) was on and every
+    /// window has been served.
     #[must_use]
     pub fn into_resident(self) -> Option<ResidentWindows> {
         let windows = self.resident.filter(|_| self.finished)?;
@@ -193,18 +223,19 @@ impl WindowStream {
                 let format = *format;
                 loader.next().map(|loaded| {
                     let (workspace, resident) = (&mut self.workspace, &mut self.resident);
+                    let budget = &mut self.resident_budget;
                     upload(
                         loaded?,
                         &mut self.uploaded_bytes,
                         |bytes, window| match resident {
-                            Some(kept) => {
+                            Some(kept) if fits(budget, bytes.len()) => {
                                 let stored =
                                     keep(&client, bytes, format, workspace.channels(), window)?;
                                 let array = workspace.process_resident(&stored)?;
                                 kept.push((window.clone(), stored));
                                 Ok(array)
                             }
-                            None => workspace.process_stored(bytes, format, window.read_len()),
+                            _ => workspace.process_stored(bytes, format, window.read_len()),
                         },
                     )
                 })
@@ -275,6 +306,20 @@ fn upload<T: dspk_core::WindowElement>(
     *uploaded += size_of_val(loaded.data()) as u64;
     let array = process(loaded.into_upload(), &window)?;
     DeviceWindow::new(array, window)
+}
+
+/// Whether a window of `bytes` stored bytes (padded to whole 32-bit words on the device) fits
+/// the `left` bytes of a residency budget; if so they are taken from it, else the budget is
+/// closed (set to 0) so that no later window is kept: the kept windows stay the first ones.
+fn fits(left: &mut u64, bytes: usize) -> bool {
+    let need = (bytes as u64).next_multiple_of(4);
+    if need <= *left {
+        *left -= need;
+        true
+    } else {
+        *left = 0;
+        false
+    }
 }
 
 /// Uploads a window's stored bytes into a device buffer of its own (padded to whole 32-bit

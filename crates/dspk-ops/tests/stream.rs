@@ -12,9 +12,9 @@ use dspk_core::{
 };
 use dspk_ops::design::{Band, butter};
 use dspk_ops::{
-    ChannelVector, CommonReference, Error, GaussianFilter, Height, NoisePeaks, Peak, PeakDetector,
-    PeakOptions, Pipeline, PipelineWorkspace, Polarity, Reference, SosFilter, StreamOptions,
-    WindowStream,
+    ChannelVector, CommonReference, DeviceWindow, Error, GaussianFilter, Height, NoisePeaks, Peak,
+    PeakDetector, PeakOptions, Pipeline, PipelineWorkspace, Polarity, Reference, SosFilter,
+    StreamOptions, WindowStream,
 };
 
 const WINDOW: u64 = 4_000;
@@ -264,7 +264,10 @@ fn resident_windows_replay_the_stream_bit_for_bit() {
             ..StreamOptions::default()
         };
         let mut stream = WindowStream::new(client, source.clone(), pipeline(), &options).unwrap();
-        assert!(stream.keep_resident(), "{target}: an int16 source is kept");
+        assert!(
+            stream.keep_resident(u64::MAX),
+            "{target}: an int16 source is kept"
+        );
         let mut first = Vec::new();
         while let Some(window) = stream.next_window() {
             let window = window.unwrap();
@@ -320,7 +323,7 @@ fn resident_windows_replay_the_stream_bit_for_bit() {
 
         // A stream stopped early cannot be replayed; a scaled-only source keeps nothing.
         let mut partial = WindowStream::new(client, source, pipeline(), &options).unwrap();
-        assert!(partial.keep_resident());
+        assert!(partial.keep_resident(u64::MAX));
         partial.next_window().unwrap().unwrap();
         assert!(partial.into_resident().is_none(), "{target}: partial pass");
         let hidden = Arc::new(ScaledOnly(
@@ -328,10 +331,84 @@ fn resident_windows_replay_the_stream_bit_for_bit() {
         ));
         let mut scaled = WindowStream::new(client, hidden, pipeline(), &options).unwrap();
         assert!(
-            !scaled.keep_resident(),
+            !scaled.keep_resident(u64::MAX),
             "{target}: f32 windows are not kept"
         );
     });
+}
+
+/// Residency within a budget: the first pass keeps the first windows while they fit, the
+/// stream from the first window not kept gives the rest, and together they are the stream's
+/// bits; a budget smaller than the first window keeps nothing.
+#[test]
+fn a_budget_keeps_the_first_windows_and_the_rest_streams() {
+    for_each_runtime(|target, client| {
+        let rate = SampleRate::from_hz(30_000).unwrap();
+        let source = Arc::new(SyntheticRecording::new(5, 13_001, rate, 4).unwrap());
+        let expected = streamed(client, source.clone());
+        let options = StreamOptions {
+            window: WINDOW,
+            ..StreamOptions::default()
+        };
+        let sizes: Vec<u64> = expected
+            .iter()
+            .map(|(read, _)| ((read.end - read.start) * 5 * 2).next_multiple_of(4))
+            .collect();
+        assert!(sizes.len() >= 4, "{target}: the test needs several windows");
+        // Room for the first two windows and part of the third.
+        let budget = sizes[0] + sizes[1] + sizes[2] / 2;
+        let mut stream = WindowStream::new(client, source.clone(), pipeline(), &options).unwrap();
+        assert!(stream.keep_resident(budget));
+        let mut first = Vec::new();
+        while let Some(window) = stream.next_window() {
+            first.push(bits_of(client, window.unwrap()));
+        }
+        assert_eq!(first, expected, "{target}: the keeping pass");
+        let mut resident = stream.into_resident().expect("every window was served");
+        assert_eq!(resident.len(), 2, "{target}: windows kept");
+        assert_eq!(resident.bytes(), sizes[0] + sizes[1]);
+        let mut again = Vec::new();
+        while let Some(window) = resident.next_window() {
+            again.push(bits_of(client, window.unwrap()));
+        }
+        let mut rest =
+            WindowStream::from_window(client, source.clone(), pipeline(), &options, 2).unwrap();
+        while let Some(window) = rest.next_window() {
+            again.push(bits_of(client, window.unwrap()));
+        }
+        assert_eq!(
+            again, expected,
+            "{target}: kept windows, then the rest streamed"
+        );
+        assert_eq!(
+            rest.uploaded_bytes(),
+            5 * expected[2..]
+                .iter()
+                .map(|(r, _)| (r.end - r.start) * 2)
+                .sum::<u64>(),
+            "{target}: only the rest is uploaded"
+        );
+        // Past the last window: an empty stream.
+        let mut none =
+            WindowStream::from_window(client, source.clone(), pipeline(), &options, 99).unwrap();
+        assert!(none.next_window().is_none());
+        // A budget under the first window keeps none.
+        let mut tight = WindowStream::new(client, source, pipeline(), &options).unwrap();
+        assert!(tight.keep_resident(sizes[0] - 4));
+        while let Some(window) = tight.next_window() {
+            window.unwrap();
+        }
+        assert_eq!(tight.into_resident().map(|r| r.len()), Some(0));
+    });
+}
+
+/// A processed window's read range and its values' bits.
+fn bits_of(client: &Client, window: &DeviceWindow) -> (std::ops::Range<u64>, Vec<u32>) {
+    let values = window.array().to_host(client).unwrap();
+    (
+        window.window().read(),
+        values.into_iter().map(f32::to_bits).collect(),
+    )
 }
 
 /// `ChannelAffine::subtract` removes a per-channel offset exactly as `x - offset` in f32, and

@@ -119,8 +119,10 @@ fn worst_difference(a: &DetectedSpikes, b: &DetectedSpikes) -> f32 {
         .fold(0.0, f32::max)
 }
 
-/// Residency on and off give the same spikes; on, every pass after the first reads nothing
-/// from the host and serves every window from device memory.
+/// Residency on, off and within a budget that holds part of the recording give the same
+/// spikes; on, every pass after the first reads nothing from the host and serves every window
+/// from device memory; within the budget, later passes serve the first windows from device
+/// memory and read only the rest.
 #[test]
 fn residency_gives_the_same_spikes_and_reads_the_recording_once() {
     for_each_runtime(|target, client| {
@@ -156,6 +158,26 @@ fn residency_gives_the_same_spikes_and_reads_the_recording_once() {
                 stage.pass.name
             );
             assert_eq!(stage.pass.resident_windows, stage.pass.windows);
+        }
+        let mut part = settings(1);
+        part.resident_bytes = Some(first.read_bytes / 2);
+        let partial = run(client, rec.clone(), &probe, &part, None).unwrap();
+        assert_eq!(bits(&partial.spikes), bits(&resident.spikes), "{target}");
+        for stage in partial.stages.iter().filter(|s| s.pass.windows > 0).skip(1) {
+            let pass = &stage.pass;
+            assert!(
+                pass.resident_windows > 0 && pass.resident_windows < pass.windows,
+                "{target}: {} kept {} of {}",
+                pass.name,
+                pass.resident_windows,
+                pass.windows
+            );
+            assert!(
+                pass.read_bytes > 0 && pass.read_bytes < first.read_bytes,
+                "{target}: {} read {}",
+                pass.name,
+                pass.read_bytes
+            );
         }
         for stage in streamed.stages.iter().filter(|s| s.pass.windows > 0) {
             assert_eq!(

@@ -2,10 +2,11 @@
 //!
 //! The streaming path of dspk-ops ([`WindowStream`]: a background reader, the source asked once
 //! whether it can return stored integers, stored upload and device unpack if so, scaled `f32`
-//! otherwise, halos) with a [`WindowChain`] (the sorter's preprocessing), plus **residency**: when the
-//! recording's stored windows fit a device-memory budget, the first pass keeps them on the
-//! device and every later pass reads them from there, so a sort reads the recording from disk
-//! once (Kilosort4 reads it once per pass).
+//! otherwise, halos) with a [`WindowChain`] (the sorter's preprocessing), plus **residency**: the
+//! first pass keeps the recording's stored windows on the device, in order, while they fit a
+//! device-memory budget, and every later pass reads those from there and streams only the rest
+//! from the source. A recording that fits is read from disk once (Kilosort4 reads it once per
+//! pass); one larger than the budget is read once in full and then only past the kept part.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -122,32 +123,18 @@ impl DeviceWindows {
         usize::try_from(self.schedule.max_read_len()).unwrap_or(usize::MAX)
     }
 
-    /// Device bytes the stored windows would take resident (whole words per window), or
-    /// `None` when the source has no stored values (only stored windows are kept).
+    /// Windows kept on the device after the first pass (the first ones of the schedule, as
+    /// many as fitted the budget; 0 before the first pass or when none are kept), which later
+    /// passes read from device memory; the rest they stream from the source.
     #[must_use]
-    pub fn resident_bytes_needed(&self) -> Option<u64> {
-        if !self.source.can_read_stored() {
-            return None;
-        }
-        let channels = self.options.channels.as_ref().map_or(0, Vec::len) as u64;
-        let size = self.source.info().stored_format.size() as u64;
-        Some(
-            self.schedule
-                .iter()
-                .map(|w| (w.read_len() as u64 * channels * size).next_multiple_of(4))
-                .sum(),
-        )
-    }
-
-    /// Whether later passes read from device memory.
-    #[must_use]
-    pub fn is_resident(&self) -> bool {
-        self.resident.is_some()
+    pub fn resident_windows(&self) -> usize {
+        self.resident.as_ref().map_or(0, ResidentWindows::len)
     }
 
     /// Runs `visit` on every processed window in order; `progress` hears after each window.
-    /// The first pass keeps the stored windows on the device when they fit the budget; passes
-    /// after that read nothing from the host then.
+    /// The first pass keeps the stored windows on the device, in order, while they fit the
+    /// budget; passes after that read those from device memory and only the rest from the
+    /// source (nothing at all when every window fitted).
     ///
     /// # Errors
     ///
@@ -220,7 +207,11 @@ impl DeviceWindows {
                 total,
             });
         };
+        // Windows kept on the device first (all of them when they fitted the budget), then
+        // the rest streamed from the source.
+        let mut first = 0;
         if let Some(resident) = &mut self.resident {
+            first = resident.len();
             let picked: Vec<usize> = resident
                 .ranges()
                 .enumerate()
@@ -237,32 +228,37 @@ impl DeviceWindows {
                 told = index + 1;
                 tell(told);
             }
-            // The end, once, also when the last windows were not picked.
-            if told != total {
-                tell(total);
+            if first == total {
+                // The end, once, also when the last windows were not picked.
+                if told != total {
+                    tell(total);
+                }
+                return Ok(());
             }
-            return Ok(());
         }
         let pipeline = self.chain.pipeline(&self.client)?;
-        let mut stream =
-            WindowStream::new(&self.client, self.source.clone(), pipeline, &self.options)?;
-        let keep = self.passes == 0
-            && self
-                .resident_bytes_needed()
-                .is_some_and(|bytes| bytes <= self.budget)
-            && stream.keep_resident();
+        let mut stream = WindowStream::from_window(
+            &self.client,
+            self.source.clone(),
+            pipeline,
+            &self.options,
+            first,
+        )?;
+        let keep = self.passes == 0 && stream.keep_resident(self.budget);
+        let mut served = first;
         while let Some(window) = stream.next_window() {
             let window = window?;
             if select(window.window()) {
                 visit(window)?;
             }
             report.windows += 1;
-            tell(report.windows);
+            served += 1;
+            tell(served);
         }
         report.read_bytes = stream.uploaded_bytes();
         report.uploaded_bytes = stream.uploaded_bytes();
         if keep {
-            self.resident = stream.into_resident();
+            self.resident = stream.into_resident().filter(|kept| !kept.is_empty());
         }
         Ok(())
     }
