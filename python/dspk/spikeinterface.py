@@ -72,7 +72,7 @@ SETTING_DESCRIPTIONS = {
     "line_probe_pitch": "dspk: sort the channels on one line this many um apart (None: the probe)",
     "templates_file": "dspk: .npz with wTEMP and wPCA when templates_from_data is false",
     "templates_seed": "dspk: seed of the k-means learning the universal templates",
-    "resident_bytes": "dspk: device bytes keeping the recording on the device between passes (None: half)",
+    "resident_bytes": "dspk: device bytes keeping the recording on the device between passes (None: all but 1/8, at least 8 GB)",
     "Th_learned": "Learned-template score a matched spike must exceed",
     "max_peels": "Matching-pursuit rounds per batch",
     "acg_threshold": "Refractory ratio below which a unit is labelled good",

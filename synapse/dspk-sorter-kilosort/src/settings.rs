@@ -126,8 +126,10 @@ pub struct KilosortSettings {
     /// global generator with 1).
     pub templates_seed: u64,
     /// Ours: device bytes the recording's stored windows may occupy to stay resident between
-    /// passes (read from disk once per sort). `None`: half of the device memory the runtime
-    /// reports (off when it reports none); `Some(0)`: off.
+    /// passes (the first windows that fit are read from disk once per sort, the rest once per
+    /// pass). `None`: the device memory the runtime reports but a reserve for the passes'
+    /// scratch ([`default_resident_budget`](crate::runner::default_resident_budget): 7/8 of an
+    /// H200; off when the runtime reports none); `Some(0)`: off.
     pub resident_bytes: Option<u64>,
     /// `Th_learned`: the learned-template score a matched spike must exceed.
     #[serde(rename = "Th_learned")]

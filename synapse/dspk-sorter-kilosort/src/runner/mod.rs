@@ -13,4 +13,7 @@ mod windows;
 pub use context::SortContext;
 pub use corrected::{CorrectedWindows, WindowPasses, WindowTransform};
 pub use report::{PassReport, Progress, StageReport, device_reserved_bytes, peak_host_bytes};
-pub use windows::{DEFAULT_RESIDENT_FRACTION, DeviceWindows, WindowChain, resident_budget};
+pub use windows::{
+    DeviceWindows, SCRATCH_BYTES, SCRATCH_FRACTION, WindowChain, default_resident_budget,
+    resident_budget,
+};

@@ -18,10 +18,26 @@ use dspk_ops::{DeviceWindow, Pipeline, ResidentWindows, StreamOptions, WindowStr
 use super::report::{PassReport, Progress, device_reserved_bytes};
 use crate::{Error, Result};
 
-/// Fraction of the device memory the runtime reports that resident windows may use by default
-/// ([`KilosortSettings::resident_bytes`](crate::KilosortSettings::resident_bytes) `None`):
-/// half, leaving the rest for the passes' scratch (detection's score buffers are the largest).
-pub const DEFAULT_RESIDENT_FRACTION: f64 = 0.5;
+/// Device memory kept free of resident windows by default, as a fraction of what the runtime
+/// reports ([`default_resident_budget`]).
+pub const SCRATCH_FRACTION: f64 = 0.125;
+
+/// Device bytes kept free of resident windows by default at the least ([`default_resident_budget`]):
+/// the passes' scratch (detection's score buffers are the largest) took 2.2 GB for 384
+/// channels on the H200 (docs/PERFORMANCE.md, the sorter's stages).
+pub const SCRATCH_BYTES: u64 = 8_000_000_000;
+
+/// The residency budget when `resident_bytes` is not set, for a device of `total` bytes: all
+/// of it but a reserve for the passes' scratch, the larger of [`SCRATCH_FRACTION`] of it and
+/// [`SCRATCH_BYTES`], and never more than half of it (123 GB of an H200's 141 GB; 16 GB of a
+/// 24 GB card; half of an 8 GB one).
+#[must_use]
+pub fn default_resident_budget(total: u64) -> u64 {
+    let reserve = ((total as f64 * SCRATCH_FRACTION) as u64)
+        .max(SCRATCH_BYTES)
+        .min(total / 2);
+    total - reserve
+}
 
 /// The device chain every pass runs on each window as it arrives: the sorter's preprocessing
 /// ([`Preprocessing`](crate::preprocessing::Preprocessing)).
@@ -274,13 +290,30 @@ fn device_time(client: &Client, window: cubecl::client::ProfileWindow) -> Option
 }
 
 /// The residency budget `resident_bytes` asks for on `client`: its value, or
-/// [`DEFAULT_RESIDENT_FRACTION`] of the memory the runtime reports, minus what is already
+/// [`default_resident_budget`] of the memory the runtime reports, minus what is already
 /// reserved (0 when the runtime reports no figure).
 #[must_use]
 pub fn resident_budget(client: &Client, resident_bytes: Option<u64>) -> u64 {
     resident_bytes.unwrap_or_else(|| {
         let total = client.properties().memory.max_memory().unwrap_or(0);
-        let share = (total as f64 * DEFAULT_RESIDENT_FRACTION) as u64;
-        share.saturating_sub(device_reserved_bytes(client))
+        default_resident_budget(total).saturating_sub(device_reserved_bytes(client))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_budget_leaves_the_scratch_free() {
+        // An H200 (141 GB): an eighth kept free.
+        let h200 = 141_000_000_000;
+        assert_eq!(default_resident_budget(h200), h200 - h200 / 8);
+        // 24 GB: the 8 GB floor kept free.
+        assert_eq!(default_resident_budget(24_000_000_000), 16_000_000_000);
+        // 8 GB and less: never more than half.
+        assert_eq!(default_resident_budget(8_000_000_000), 4_000_000_000);
+        assert_eq!(default_resident_budget(1), 1);
+        assert_eq!(default_resident_budget(0), 0);
+    }
 }
