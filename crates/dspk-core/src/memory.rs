@@ -1,6 +1,6 @@
 //! Recordings held in memory, and a procedural one for examples and tests.
 
-use crate::recording::{ReadRequest, RecordingInfo, RecordingSource};
+use crate::recording::{ConcurrentReads, ReadRequest, RecordingInfo, RecordingSource};
 use crate::rng::SplitMix64;
 use crate::sample::{StoredSample, scale};
 use crate::{ChannelInfo, Error, Result, SampleFormat, SampleRate};
@@ -115,6 +115,34 @@ impl RecordingSource for MemoryRecording {
 
     fn can_read_stored(&self) -> bool {
         true
+    }
+
+    /// Any sample range of the samples in memory can be copied by any thread.
+    fn concurrent_reads(&self) -> ConcurrentReads {
+        ConcurrentReads::ByTime { align: 1 }
+    }
+
+    fn fill_scaled_runs(&self, request: &ReadRequest<'_>, runs: &mut [&mut [f32]]) -> Result<()> {
+        request.check_runs(runs, request.samples_per_channel(), "values")?;
+        for (&channel, run) in request.channels().iter().zip(runs.iter_mut()) {
+            let info = &self.info.channels[channel];
+            self.info.stored_format.scale_into(
+                self.stored_run(channel, request),
+                info.gain,
+                info.offset,
+                run,
+            );
+        }
+        Ok(())
+    }
+
+    fn fill_stored_runs(&self, request: &ReadRequest<'_>, runs: &mut [&mut [u8]]) -> Result<()> {
+        let bytes = request.samples_per_channel() * self.info.stored_format.size();
+        request.check_runs(runs, bytes, "bytes")?;
+        for (&channel, run) in request.channels().iter().zip(runs.iter_mut()) {
+            run.copy_from_slice(self.stored_run(channel, request));
+        }
+        Ok(())
     }
 }
 

@@ -74,6 +74,56 @@ fn every_format_passes_the_conformance_suite() {
     check_recording_source(&synthetic);
 }
 
+/// A recording in memory may be read by time from several threads; its runs are the
+/// values and bytes that `read` and `read_stored` give, for any channel order and range.
+#[test]
+fn memory_recordings_fill_runs_as_they_read() {
+    for (i, format) in SampleFormat::ALL.into_iter().enumerate() {
+        let recording = random_recording(format, 4, 301, 40 + i as u64);
+        assert_eq!(
+            recording.concurrent_reads(),
+            ConcurrentReads::ByTime { align: 1 }
+        );
+        let size = format.size();
+        let mut rng = Rng::new(5 + i as u64);
+        for _ in 0..50 {
+            let start = rng.next_u64() % 301;
+            let len = (1 + rng.next_u64() % (301 - start)) as usize;
+            let range = start..start + len as u64;
+            let channels: &[usize] = match rng.next_u64() % 3 {
+                0 => &[0, 1, 2, 3],
+                1 => &[3, 1],
+                _ => &[2],
+            };
+            let request = ReadRequest::new(recording.info(), channels, range.clone()).unwrap();
+            let mut scaled = vec![0f32; channels.len() * len];
+            recording
+                .read(channels, range.clone(), &mut scaled)
+                .unwrap();
+            let mut by_runs = vec![f32::NAN; channels.len() * len];
+            let mut runs: Vec<&mut [f32]> = by_runs.chunks_exact_mut(len).collect();
+            recording.fill_scaled_runs(&request, &mut runs).unwrap();
+            assert_eq!(
+                by_runs.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                scaled.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                "{format}: scaled runs of {channels:?} over {range:?}"
+            );
+            let mut stored = vec![0u8; channels.len() * len * size];
+            recording
+                .read_stored(channels, range.clone(), &mut stored)
+                .unwrap();
+            let mut stored_runs = vec![0xAAu8; stored.len()];
+            let mut runs: Vec<&mut [u8]> = stored_runs.chunks_exact_mut(len * size).collect();
+            recording.fill_stored_runs(&request, &mut runs).unwrap();
+            assert_eq!(stored_runs, stored, "{format}: stored runs of {channels:?}");
+            // Runs of the wrong length are refused.
+            let mut short = vec![0f32; len - 1 + channels.len() * len];
+            let mut runs: Vec<&mut [f32]> = vec![&mut short[..len.saturating_sub(1)]];
+            assert!(recording.fill_scaled_runs(&request, &mut runs).is_err());
+        }
+    }
+}
+
 #[test]
 fn scaled_values_are_stored_times_gain_plus_offset() {
     for format in SampleFormat::ALL {
