@@ -91,6 +91,8 @@ SETTING_DESCRIPTIONS = {
     "(None: 100 on probes in at most 4 clustering groups, Kilosort's stride otherwise)",
     "min_split_points_per_feature": "dspk: a merge-tree node with fewer spikes per feature "
     "merges without the bimodality test (None: 4 where the landmark floor is on, else 0)",
+    "max_cluster_spikes": "dspk: a clustering group of more spikes clusters this many, evenly "
+    "spaced, and assigns the rest to their nearest landmarks' clusters (None: every spike)",
 }
 
 #: SpikeInterface's parameters beside the settings.

@@ -178,6 +178,14 @@ pub struct KilosortSettings {
     /// "bimodal" for anything so small). `None` (default): 4 where the landmark floor is on,
     /// 0 (Kilosort's test at every size) elsewhere.
     pub min_split_points_per_feature: Option<f64>,
+    /// Ours: the most spikes a clustering group clusters. A larger group (hour-long
+    /// recordings) clusters this many of its spikes, evenly spaced in its spike order, and
+    /// gives every other spike the cluster most of its `cluster_neighbors` nearest landmarks
+    /// belong to (the nearest on a tie), so the clustering's cost grows linearly with the
+    /// recording rather than with the square of it (each spike's neighbours are searched among
+    /// a group's landmarks, which grow with its spikes). `None`: every spike (Kilosort, and
+    /// the EMUsort preset).
+    pub max_cluster_spikes: Option<usize>,
 }
 
 impl Default for KilosortSettings {
@@ -238,6 +246,7 @@ impl Default for KilosortSettings {
             tree_cross_refractory: true,
             min_cluster_landmarks: None,
             min_split_points_per_feature: None,
+            max_cluster_spikes: Some(25_000),
         }
     }
 }
@@ -284,6 +293,9 @@ impl KilosortSettings {
             // small-probe floor and guard are measured on extracellular probes only.
             min_cluster_landmarks: Some(0),
             min_split_points_per_feature: Some(0.0),
+            // Kilosort 4.0.18 clusters every spike; the cap is measured on extracellular
+            // recordings only.
+            max_cluster_spikes: None,
             ..Self::default()
         }
     }
@@ -455,6 +467,21 @@ impl KilosortSettings {
             {
                 return bad(name, format!("must be positive and finite, got {value}"));
             }
+        }
+        let landmarks = self
+            .cluster_neighbors
+            .saturating_mul(self.cluster_downsampling);
+        if let Some(cap) = self.max_cluster_spikes
+            && cap < landmarks
+        {
+            return bad(
+                "max_cluster_spikes",
+                format!(
+                    "{cap} spikes leave fewer than cluster_neighbors = {} landmarks at \
+                     cluster_downsampling = {} (at least {landmarks})",
+                    self.cluster_neighbors, self.cluster_downsampling
+                ),
+            );
         }
         if self.x_centers == Some(0) {
             return bad("x_centers", "must be at least 1 when given".to_string());

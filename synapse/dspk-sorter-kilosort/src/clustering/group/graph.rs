@@ -61,15 +61,22 @@ pub(super) fn landmarks(n: usize, stride: usize, max: usize) -> Vec<usize> {
 /// screened distance (every landmark, if that is not finite) is measured again in f64, and
 /// those decide.
 pub(super) fn nearest_landmarks(x: &[f32], d: usize, landmarks: &[usize], k: usize) -> Vec<u32> {
-    let row = |i: usize| &x[i * d..(i + 1) * d];
-    let n = x.len() / d;
-    let nl = landmarks.len();
     let xl: Vec<f32> = landmarks
         .iter()
-        .flat_map(|&p| row(p).iter().copied())
+        .flat_map(|&p| x[p * d..(p + 1) * d].iter().copied())
         .collect();
-    let xlt = transpose(&xl, nl, d);
-    let vl: Vec<f32> = landmarks.iter().map(|&p| dot_seq(row(p), row(p))).collect();
+    nearest_rows(x, &xl, d, k)
+}
+
+/// As [`nearest_landmarks`], for points `x` and landmarks `xl` given as rows of `d` features
+/// (`[n, d]` and `[nl, d]` row-major); the result holds indices of `xl`'s rows.
+pub(super) fn nearest_rows(x: &[f32], xl: &[f32], d: usize, k: usize) -> Vec<u32> {
+    let row = |i: usize| &x[i * d..(i + 1) * d];
+    let n = x.len() / d;
+    let nl = xl.len() / d;
+    let landmark = |l: usize| &xl[l * d..(l + 1) * d];
+    let xlt = transpose(xl, nl, d);
+    let vl: Vec<f32> = (0..nl).map(|l| dot_seq(landmark(l), landmark(l))).collect();
     let vmax = vl.iter().fold(0.0f32, |m, &v| m.max(v));
     let rel = (4 * d + 8) as f32 * f32::EPSILON / 2.0;
 
@@ -102,7 +109,7 @@ pub(super) fn nearest_landmarks(x: &[f32], d: usize, landmarks: &[usize], k: usi
             near.clear();
             for (l, &s) in screen.iter().enumerate() {
                 if s <= cut || !cut.is_finite() {
-                    near.push((sq_dist_f32(row(i), &xl[l * d..(l + 1) * d]), l as u32));
+                    near.push((sq_dist_f32(row(i), landmark(l)), l as u32));
                 }
             }
             near.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));

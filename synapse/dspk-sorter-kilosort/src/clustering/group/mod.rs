@@ -77,6 +77,7 @@ impl KilosortSettings {
             seed: self.cluster_init_seed,
             min_landmarks,
             split_points_per_feature,
+            max_points: self.max_cluster_spikes,
             ..GraphSettings::default()
         }
     }
@@ -97,6 +98,9 @@ pub(crate) struct GraphSettings {
     /// Ours: a tree node whose children hold fewer points than this times the features merges
     /// without the bimodality test (0: never).
     pub split_points_per_feature: f64,
+    /// Ours: a group of more points clusters this many, evenly spaced, and assigns the rest
+    /// to the clusters of their nearest landmarks (`None`: every point).
+    pub max_points: Option<usize>,
     /// `cluster_init_seed`: seed of the initialisation's draws (5).
     pub seed: u64,
     /// Steps of the k-means++ initialisation, and label columns of the iterations (200).
@@ -119,6 +123,7 @@ impl Default for GraphSettings {
             max_landmarks: 25_000,
             min_landmarks: 0,
             split_points_per_feature: 0.0,
+            max_points: None,
             seed: 5,
             initial_clusters: 200,
             candidates: 100,
@@ -146,6 +151,14 @@ impl GraphSettings {
                 });
             }
         }
+        if let Some(points) = self.max_points
+            && points < 2
+        {
+            return Err(Error::Setting {
+                name: "max_cluster_spikes",
+                reason: format!("must be at least 2, got {points}"),
+            });
+        }
         for (name, value) in [
             ("split_ratio", self.split_ratio),
             ("bimodality", self.bimodality),
@@ -168,6 +181,11 @@ impl GraphSettings {
 /// (increasing indices into `x`), whether the two are cross-refractory (then the node merges);
 /// pass `|_, _| false` for the "spikes" mode. With `n < 2` every point gets label 0.
 ///
+/// With [`GraphSettings::max_points`] below `n`, the points `floor(t n / max)` for
+/// `t = 0..max` are clustered as above, and every other point takes the label most of its
+/// `neighbors` nearest landmarks of that clustering carry (ties: the label met first, nearest
+/// first).
+///
 /// # Errors
 ///
 /// [`Error::Setting`] when a count of `settings` is 0 or a threshold is not finite;
@@ -185,6 +203,69 @@ pub(crate) fn cluster_group(
     if n < 2 {
         return Ok(vec![0; n]);
     }
+    let cap = settings.max_points.unwrap_or(n);
+    if cap >= n {
+        return Ok(cluster_points(x, n, d, settings, refractory)?.labels);
+    }
+    let kept: Vec<usize> = (0..cap)
+        .map(|t| (t as u128 * n as u128 / cap as u128) as usize)
+        .collect();
+    let xs: Vec<f32> = kept
+        .iter()
+        .flat_map(|&i| x[i * d..(i + 1) * d].iter().copied())
+        .collect();
+    let mut in_x = |a: &[usize], b: &[usize]| {
+        let of = |rows: &[usize]| rows.iter().map(|&r| kept[r]).collect::<Vec<_>>();
+        refractory(&of(a), &of(b))
+    };
+    let clustered = cluster_points(&xs, cap, d, settings, &mut in_x)?;
+    let mut labels = vec![0u32; n];
+    for (&i, &l) in kept.iter().zip(&clustered.labels) {
+        labels[i] = l;
+    }
+    let rest: Vec<usize> = {
+        let mut is_kept = vec![false; n];
+        for &i in &kept {
+            is_kept[i] = true;
+        }
+        (0..n).filter(|&i| !is_kept[i]).collect()
+    };
+    let xr: Vec<f32> = rest
+        .iter()
+        .flat_map(|&i| x[i * d..(i + 1) * d].iter().copied())
+        .collect();
+    let xl: Vec<f32> = clustered
+        .landmarks
+        .iter()
+        .flat_map(|&p| xs[p * d..(p + 1) * d].iter().copied())
+        .collect();
+    let land_labels: Vec<u32> = clustered
+        .landmarks
+        .iter()
+        .map(|&p| clustered.labels[p])
+        .collect();
+    let k = settings.neighbors.min(land_labels.len());
+    let nbr = graph::nearest_rows(&xr, &xl, d, k);
+    for (&i, near) in rest.iter().zip(nbr.chunks_exact(k)) {
+        labels[i] = majority(near.iter().map(|&l| land_labels[l as usize]));
+    }
+    Ok(labels)
+}
+
+/// The labels of a clustering and the points that were its landmarks.
+struct Clustered {
+    labels: Vec<u32>,
+    landmarks: Vec<usize>,
+}
+
+/// [`cluster_group`] of every point (no cap), with the landmarks of its graph.
+fn cluster_points(
+    x: &[f32],
+    n: usize,
+    d: usize,
+    settings: &GraphSettings,
+    refractory: &mut dyn FnMut(&[usize], &[usize]) -> bool,
+) -> Result<Clustered> {
     let steps = settings.initial_clusters.min(n);
     let candidates = settings.candidates.min(n);
     let init = init::seed_clusters(x, n, d, steps, candidates, settings.seed, init::POOL);
@@ -197,13 +278,36 @@ pub(crate) fn cluster_group(
     if graph.edges == 0 {
         // Every link is a landmark's link to itself (one neighbour, every point a landmark):
         // `M` is empty and the iterations' penalty undefined; one cluster.
-        return Ok(vec![0; n]);
+        return Ok(Clustered {
+            labels: vec![0; n],
+            landmarks,
+        });
     }
     let it = iterate::iterate(&graph, init.labels, init.columns, settings.iterations);
     let merges = tree::merge_tree(&graph, &it);
     let mut cut = tree::Cut::new(x, d, &it);
     let final_label = cut.cut(&merges, settings, refractory)?;
-    Ok(it.labels.iter().map(|&c| final_label[c as usize]).collect())
+    Ok(Clustered {
+        labels: it.labels.iter().map(|&c| final_label[c as usize]).collect(),
+        landmarks,
+    })
+}
+
+/// The most frequent of `labels` (the first met on a tie).
+fn majority(labels: impl Iterator<Item = u32>) -> u32 {
+    let mut counts: Vec<(u32, usize)> = Vec::new();
+    for label in labels {
+        match counts.iter_mut().find(|(l, _)| *l == label) {
+            Some((_, c)) => *c += 1,
+            None => counts.push((label, 1)),
+        }
+    }
+    // `max_by_key` keeps the last of equal maxima: search from the back for the first.
+    counts
+        .iter()
+        .rev()
+        .max_by_key(|(_, c)| *c)
+        .map_or(0, |&(l, _)| l)
 }
 
 /// Largest feature magnitude accepted: squared norms of rows stay finite in f32 (`d * 1e30`).

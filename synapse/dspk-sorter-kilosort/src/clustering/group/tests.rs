@@ -4,7 +4,7 @@ use super::iterate::{Iterated, iterate};
 use super::linalg::{dot_seq, gain_sum};
 use super::rng::{CounterRng, weighted_sample};
 use super::tree::{BINS, Cut, Merge, bimodality_score, histogram, merge_tree, smooth};
-use super::{GraphSettings, cluster_group};
+use super::{GraphSettings, cluster_group, majority};
 use crate::Error;
 
 /// Standard normal numbers from stream `stream` (Box-Muller on the counter RNG).
@@ -735,4 +735,88 @@ fn small_probes_get_the_landmark_floor_and_split_guard_by_default() {
     );
     let emu = KilosortSettings::emusort().graph(1);
     assert_eq!((emu.min_landmarks, emu.split_points_per_feature), (0, 0.0));
+}
+
+/// A group over the cap clusters an evenly spaced subset and gives every other point the
+/// majority label of its nearest landmarks: separated blobs come back whole; a cap at or
+/// above the group's size changes nothing; the refractory question is asked in the group's
+/// own point indices.
+#[test]
+fn a_capped_group_clusters_a_subset_and_assigns_the_rest() {
+    let (n, d, k) = (6_000, 8, 4);
+    let (x, truth) = blobs(n, d, k, 14.0, 31);
+    let whole = spikes_mode(&x, n, d, &GraphSettings::default());
+    let same = spikes_mode(
+        &x,
+        n,
+        d,
+        &GraphSettings {
+            max_points: Some(n),
+            ..GraphSettings::default()
+        },
+    );
+    assert_eq!(same, whole, "a cap at the group's size changes nothing");
+    let capped_settings = GraphSettings {
+        max_points: Some(1_500),
+        ..GraphSettings::default()
+    };
+    let capped = spikes_mode(&x, n, d, &capped_settings);
+    assert_eq!(count(&capped), k);
+    assert!(
+        purity(&capped, &truth, k) > 0.995,
+        "{}",
+        purity(&capped, &truth, k)
+    );
+    // Every point outside the subset is labelled like the clustered points of its blob.
+    assert!(purity(&whole, &truth, k) > 0.995);
+    // Two touching blobs (as `refractory_pairs_merge`): the tree asks whether branches are
+    // cross-refractory, in the group's own indices; answering yes merges them under the cap too.
+    let (n2, d2) = (2_000, 20);
+    let (x2, truth2) = blobs(n2, d2, 2, 3.0, 320);
+    let cap2 = GraphSettings {
+        max_points: Some(800),
+        ..GraphSettings::default()
+    };
+    let mut asked = Vec::new();
+    let apart = cluster_group(&x2, n2, d2, &cap2, &mut |a, b| {
+        asked.push((a.to_vec(), b.to_vec()));
+        false
+    })
+    .unwrap();
+    assert_eq!(count(&apart), 2);
+    assert!(purity(&apart, &truth2, 2) >= 0.9);
+    assert!(!asked.is_empty());
+    let subset: Vec<usize> = (0..800).map(|t| t * n2 / 800).collect();
+    for (a, b) in &asked {
+        for side in [a, b] {
+            assert!(side.windows(2).all(|w| w[0] < w[1]), "increasing indices");
+            assert!(side.iter().all(|i| subset.binary_search(i).is_ok()));
+        }
+    }
+    let frac = |s: &[usize]| s.iter().filter(|&&i| truth2[i] == 0).count() as f64 / s.len() as f64;
+    let merged = cluster_group(&x2, n2, d2, &cap2, &mut |a, b| {
+        let (fa, fb) = (frac(a), frac(b));
+        (fa > 0.8 && fb < 0.2) || (fa < 0.2 && fb > 0.8)
+    })
+    .unwrap();
+    assert_eq!(merged, vec![0; n2]);
+    let bad = GraphSettings {
+        max_points: Some(1),
+        ..GraphSettings::default()
+    };
+    assert!(matches!(
+        cluster_group(&x, n, d, &bad, &mut |_, _| false),
+        Err(Error::Setting {
+            name: "max_cluster_spikes",
+            ..
+        })
+    ));
+}
+
+#[test]
+fn majority_takes_the_first_of_equal_counts() {
+    assert_eq!(majority([3, 1, 1, 3].into_iter()), 3);
+    assert_eq!(majority([2, 5, 5].into_iter()), 5);
+    assert_eq!(majority([7].into_iter()), 7);
+    assert_eq!(majority(std::iter::empty()), 0);
 }
