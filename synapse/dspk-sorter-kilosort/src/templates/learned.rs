@@ -49,6 +49,7 @@ pub fn run(
             templates.wtemp(),
             templates.nt(),
             ctx.settings().template_alignment,
+            ctx.threads(),
         )?;
         let counts: Vec<u64> = clusters.sizes.iter().map(|&n| n as u64).collect();
         let wtw = WtW::new(templates.wpca(), templates.nt())?;
@@ -70,7 +71,8 @@ pub fn run(
 /// the largest magnitude over channels and shapes ([`Alignment::MaxOverChannels`], Kilosort4)
 /// or, for each shape, the sum of the magnitudes over channels, the largest over shapes
 /// ([`Alignment::SumOverChannels`], EMUsort: a motor unit's potential is spread over many
-/// channels). Returns the shifts.
+/// channels). Units are aligned on up to `threads` threads (the result does not depend on
+/// how many). Returns the shifts.
 ///
 /// # Errors
 ///
@@ -83,6 +85,7 @@ pub fn align_templates(
     wtemp: &[f32],
     nt: usize,
     alignment: Alignment,
+    threads: usize,
 ) -> Result<Vec<i64>> {
     let per = channels * p;
     if nt == 0
@@ -101,46 +104,71 @@ pub fn align_templates(
             ),
         });
     }
+    let mut shifts = vec![0i64; units.len() / per];
+    // Units are aligned independently: contiguous runs of them on each thread.
+    let per_thread = shifts.len().div_ceil(threads.max(1)).max(1);
+    std::thread::scope(|scope| {
+        for (units, shifts) in units
+            .chunks_mut(per_thread * per)
+            .zip(shifts.chunks_mut(per_thread))
+        {
+            scope.spawn(move || {
+                for (unit, shift) in units.chunks_mut(per).zip(shifts) {
+                    *shift = align_one(unit, channels, p, wpca, wtemp, nt, alignment);
+                }
+            });
+        }
+    });
+    Ok(shifts)
+}
+
+/// [`align_templates`] of one unit's `[channels, p]` features, in place; returns its shift.
+fn align_one(
+    unit: &mut [f32],
+    channels: usize,
+    p: usize,
+    wpca: &[f32],
+    wtemp: &[f32],
+    nt: usize,
+    alignment: Alignment,
+) -> i64 {
     let half = (nt / 2) as i64;
-    let mut shifts = Vec::with_capacity(units.len() / per);
-    for unit in units.chunks_mut(per) {
-        let waveform = waveform(unit, channels, p, wpca, nt);
-        let mut best = (f64::NEG_INFINITY, half);
-        for tau in 0..nt as i64 {
-            let mut score = 0f64;
-            for shape in wtemp.chunks(nt) {
-                let mut over_channels = 0f64;
-                for c in 0..channels {
-                    let row = &waveform[c * nt..(c + 1) * nt];
-                    if row.iter().all(|&v| v == 0.0) {
-                        continue;
-                    }
-                    let mut sum = 0f64;
-                    for (j, &w) in shape.iter().enumerate() {
-                        let t = tau + j as i64 - half;
-                        if (0..nt as i64).contains(&t) {
-                            sum += row[t as usize] * f64::from(w);
-                        }
-                    }
-                    match alignment {
-                        Alignment::MaxOverChannels => score = score.max(sum.abs()),
-                        Alignment::SumOverChannels => over_channels += sum.abs(),
+    let waveform = waveform(unit, channels, p, wpca, nt);
+    // Channels where the waveform is zero add nothing to any score.
+    let rows: Vec<&[f64]> = waveform
+        .chunks_exact(nt)
+        .filter(|row| row.iter().any(|&v| v != 0.0))
+        .collect();
+    let mut best = (f64::NEG_INFINITY, half);
+    for tau in 0..nt as i64 {
+        let mut score = 0f64;
+        for shape in wtemp.chunks(nt) {
+            let mut over_channels = 0f64;
+            for row in &rows {
+                let mut sum = 0f64;
+                for (j, &w) in shape.iter().enumerate() {
+                    let t = tau + j as i64 - half;
+                    if (0..nt as i64).contains(&t) {
+                        sum += row[t as usize] * f64::from(w);
                     }
                 }
-                score = score.max(over_channels);
+                match alignment {
+                    Alignment::MaxOverChannels => score = score.max(sum.abs()),
+                    Alignment::SumOverChannels => over_channels += sum.abs(),
+                }
             }
-            if score > best.0 {
-                best = (score, tau);
-            }
+            score = score.max(over_channels);
         }
-        let shift = half - best.1;
-        if shift != 0 {
-            let shifted = shift_rows(&waveform, channels, nt, shift);
-            project(&shifted, unit, channels, p, wpca, nt);
+        if score > best.0 {
+            best = (score, tau);
         }
-        shifts.push(shift);
     }
-    Ok(shifts)
+    let shift = half - best.1;
+    if shift != 0 {
+        let shifted = shift_rows(&waveform, channels, nt, shift);
+        project(&shifted, unit, channels, p, wpca, nt);
+    }
+    shift
 }
 
 /// `T[c, t] = Σ_q unit[c, q] wpca[q, t]` as `[channels, nt]` in f64.
@@ -234,6 +262,7 @@ mod tests {
             &wtemp,
             nt,
             Alignment::MaxOverChannels,
+            1,
         )
         .unwrap();
         assert_eq!(shifts, vec![-2]);
@@ -259,7 +288,8 @@ mod tests {
                 &wpca,
                 &wtemp,
                 nt,
-                Alignment::MaxOverChannels
+                Alignment::MaxOverChannels,
+                1
             )
             .unwrap(),
             vec![0]
@@ -273,7 +303,8 @@ mod tests {
                 &wpca[1..],
                 &wtemp,
                 nt,
-                Alignment::MaxOverChannels
+                Alignment::MaxOverChannels,
+                1
             )
             .is_err()
         );
@@ -301,6 +332,7 @@ mod tests {
             &wtemp,
             nt,
             Alignment::MaxOverChannels,
+            1,
         )
         .unwrap();
         assert_eq!(shifts, vec![-2]);
@@ -312,6 +344,7 @@ mod tests {
             &wtemp,
             nt,
             Alignment::SumOverChannels,
+            1,
         )
         .unwrap();
         assert_eq!(shifts, vec![1]);
@@ -325,5 +358,39 @@ mod tests {
         let out = pcs_outer(&units, 3, 2);
         assert_eq!(&out[..6], &[0.0, 2.0, 4.0, 1.0, 3.0, 5.0]);
         assert_eq!(&out[6..], &[6.0, 8.0, 10.0, 7.0, 9.0, 11.0]);
+    }
+
+    #[test]
+    fn the_thread_count_does_not_change_the_alignment() {
+        let (nt, p, channels, n) = (11, 11, 5, 37);
+        let wpca = impulses(p, nt, 0);
+        let mut wtemp = vec![0f32; 2 * nt];
+        wtemp[5] = -1.0;
+        wtemp[nt + 4] = 0.5;
+        wtemp[nt + 6] = -0.7;
+        let mut rng = dspk_core::test_util::Rng::new(3);
+        let units: Vec<f32> = (0..n * channels * p)
+            .map(|i| if i % 3 == 0 { 0.0 } else { rng.normal() as f32 })
+            .collect();
+        let run = |threads: usize| {
+            let mut out = units.clone();
+            let shifts = align_templates(
+                &mut out,
+                channels,
+                p,
+                &wpca,
+                &wtemp,
+                nt,
+                Alignment::SumOverChannels,
+                threads,
+            )
+            .unwrap();
+            (out, shifts)
+        };
+        let one = run(1);
+        assert!(one.1.iter().any(|&s| s != 0), "some unit moves");
+        for threads in [2, 5, 64] {
+            assert_eq!(run(threads), one, "{threads} threads");
+        }
     }
 }
