@@ -6,9 +6,10 @@
 #
 # CASE: `first` (64 ch x 120 s sorted with empty kernel caches, then again with the caches it
 # filled: the first-run cost), `small` (32 ch x 600 s, twice), `384` (384 ch, a 300 s block
-# played for 5, 10 and 30 minutes), `hour` (the same block for 60 minutes), `two-hours` (120
-# minutes: 166 GB, past the residency budget of one H200). DSPK_RUNTIME picks the runtime
-# (default cuda). Each sort prints its stages and one `LONG key=value` line.
+# played for 5, 10 and 30 minutes), `384:M,M...` (the same block for the minutes listed, e.g.
+# `384:30,60,120`; 120 minutes are 166 GB, past the residency budget of one H200).
+# DSPK_RUNTIME picks the runtime (default cuda). Each sort prints its stages and one
+# `LONG key=value` line.
 set -euo pipefail
 LONG=$(realpath "$1")
 shift
@@ -31,8 +32,7 @@ for case in "$@"; do
       done
       ;;
     384) "$LONG" --minutes 5,10,30 ;;
-    hour) "$LONG" --minutes 60 ;;
-    two-hours) "$LONG" --minutes 120 ;;
+    384:*) "$LONG" --minutes "${case#384:}" ;;
     *) echo "unknown case $case" >&2; exit 2 ;;
   esac
 done
