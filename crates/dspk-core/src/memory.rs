@@ -90,16 +90,8 @@ impl RecordingSource for MemoryRecording {
         if n == 0 {
             return Ok(());
         }
-        for (&channel, out) in request.channels().iter().zip(out.chunks_exact_mut(n)) {
-            let info = &self.info.channels[channel];
-            self.info.stored_format.scale_into(
-                self.stored_run(channel, request),
-                info.gain,
-                info.offset,
-                out,
-            );
-        }
-        Ok(())
+        let mut runs: Vec<&mut [f32]> = out.chunks_exact_mut(n).collect();
+        self.fill_scaled_runs(request, &mut runs)
     }
 
     fn fill_stored(&self, request: &ReadRequest<'_>, out: &mut [u8]) -> Result<()> {
@@ -107,10 +99,8 @@ impl RecordingSource for MemoryRecording {
         if bytes == 0 {
             return Ok(());
         }
-        for (&channel, out) in request.channels().iter().zip(out.chunks_exact_mut(bytes)) {
-            out.copy_from_slice(self.stored_run(channel, request));
-        }
-        Ok(())
+        let mut runs: Vec<&mut [u8]> = out.chunks_exact_mut(bytes).collect();
+        self.fill_stored_runs(request, &mut runs)
     }
 
     fn can_read_stored(&self) -> bool {

@@ -19,6 +19,9 @@ use dspk_ops::{
 
 const WINDOW: u64 = 4_000;
 
+/// Processed windows as read ranges and their values' bits.
+type Windows = Vec<(std::ops::Range<u64>, Vec<u32>)>;
+
 fn pipeline() -> Pipeline {
     let highpass = butter(3, Band::Highpass(300.0), 30_000.0).unwrap();
     Pipeline::new()
@@ -77,10 +80,7 @@ fn by_hand<S: RecordingSource + 'static>(
 
 /// The same through `WindowStream`, checking it allocates no device memory after the first
 /// window and takes the stored path exactly when the source has stored values.
-fn streamed<S: RecordingSource + 'static>(
-    client: &Client,
-    source: Arc<S>,
-) -> Vec<(std::ops::Range<u64>, Vec<u32>)> {
+fn streamed<S: RecordingSource + 'static>(client: &Client, source: Arc<S>) -> Windows {
     let stored = source.can_read_stored();
     let options = StreamOptions {
         window: WINDOW,
@@ -256,13 +256,7 @@ fn noise_peaks_are_found_once_in_recording_samples() {
 #[test]
 fn resident_windows_replay_the_stream_bit_for_bit() {
     for_each_runtime(|target, client| {
-        let rate = SampleRate::from_hz(30_000).unwrap();
-        let source = Arc::new(SyntheticRecording::new(5, 13_001, rate, 4).unwrap());
-        let expected = streamed(client, source.clone());
-        let options = StreamOptions {
-            window: WINDOW,
-            ..StreamOptions::default()
-        };
+        let (source, expected, options) = replay_case(client);
         let mut stream = WindowStream::new(client, source.clone(), pipeline(), &options).unwrap();
         assert!(
             stream.keep_resident(u64::MAX),
@@ -322,13 +316,11 @@ fn resident_windows_replay_the_stream_bit_for_bit() {
         );
 
         // A stream stopped early cannot be replayed; a scaled-only source keeps nothing.
-        let mut partial = WindowStream::new(client, source, pipeline(), &options).unwrap();
+        let mut partial = WindowStream::new(client, source.clone(), pipeline(), &options).unwrap();
         assert!(partial.keep_resident(u64::MAX));
         partial.next_window().unwrap().unwrap();
         assert!(partial.into_resident().is_none(), "{target}: partial pass");
-        let hidden = Arc::new(ScaledOnly(
-            SyntheticRecording::new(5, 13_001, rate, 4).unwrap(),
-        ));
+        let hidden = Arc::new(ScaledOnly((*source).clone()));
         let mut scaled = WindowStream::new(client, hidden, pipeline(), &options).unwrap();
         assert!(
             !scaled.keep_resident(u64::MAX),
@@ -343,13 +335,7 @@ fn resident_windows_replay_the_stream_bit_for_bit() {
 #[test]
 fn a_budget_keeps_the_first_windows_and_the_rest_streams() {
     for_each_runtime(|target, client| {
-        let rate = SampleRate::from_hz(30_000).unwrap();
-        let source = Arc::new(SyntheticRecording::new(5, 13_001, rate, 4).unwrap());
-        let expected = streamed(client, source.clone());
-        let options = StreamOptions {
-            window: WINDOW,
-            ..StreamOptions::default()
-        };
+        let (source, expected, options) = replay_case(client);
         let sizes: Vec<u64> = expected
             .iter()
             .map(|(read, _)| ((read.end - read.start) * 5 * 2).next_multiple_of(4))
@@ -400,6 +386,19 @@ fn a_budget_keeps_the_first_windows_and_the_rest_streams() {
         }
         assert_eq!(tight.into_resident().map(|r| r.len()), Some(0));
     });
+}
+
+/// The residency tests' recording (5 channels, 13 001 samples), its windows as streamed, and
+/// the stream options that cut it so.
+fn replay_case(client: &Client) -> (Arc<SyntheticRecording>, Windows, StreamOptions) {
+    let rate = SampleRate::from_hz(30_000).unwrap();
+    let source = Arc::new(SyntheticRecording::new(5, 13_001, rate, 4).unwrap());
+    let expected = streamed(client, source.clone());
+    let options = StreamOptions {
+        window: WINDOW,
+        ..StreamOptions::default()
+    };
+    (source, expected, options)
 }
 
 /// A processed window's read range and its values' bits.
