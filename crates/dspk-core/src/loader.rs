@@ -336,9 +336,9 @@ pub struct LoaderStats {
 /// # Ok::<(), dspk_core::Error>(())
 /// ```
 pub struct WindowLoader<T: WindowElement> {
-    /// Index in the schedule of the first window read.
-    first: usize,
-    /// Windows read, from `first` on.
+    /// Indices in the schedule of the windows read, increasing.
+    windows: Arc<[usize]>,
+    /// Windows read (`windows.len()`).
     len: usize,
     next: usize,
     done: bool,
@@ -394,6 +394,31 @@ impl<T: WindowElement> WindowLoader<T> {
     where
         S: RecordingSource + ?Sized + 'static,
     {
+        let windows = (first..schedule.len()).collect();
+        Self::of_windows(source, channels, schedule, windows, options)
+    }
+
+    /// As [`new`](Self::new), reading only the windows of `schedule` at the indices `windows`,
+    /// in increasing order (duplicates and indices past the last window are left out). The
+    /// windows keep their indices in `schedule`.
+    ///
+    /// # Errors
+    ///
+    /// As [`new`](Self::new).
+    pub fn of_windows<S>(
+        source: Arc<S>,
+        channels: Vec<usize>,
+        schedule: ChunkSchedule,
+        mut windows: Vec<usize>,
+        options: LoaderOptions,
+    ) -> Result<Self>
+    where
+        S: RecordingSource + ?Sized + 'static,
+    {
+        windows.retain(|&w| w < schedule.len());
+        windows.sort_unstable();
+        windows.dedup();
+        let windows: Arc<[usize]> = windows.into();
         T::check_source(&*source)?;
         let mode = source.concurrent_reads();
         let threads = match mode {
@@ -429,7 +454,7 @@ impl<T: WindowElement> WindowLoader<T> {
             source,
             channels,
             schedule,
-            first,
+            windows: Arc::clone(&windows),
             per_sample,
             capacity,
             pin,
@@ -450,8 +475,8 @@ impl<T: WindowElement> WindowLoader<T> {
                 cause: Arc::new(e),
             })?;
         Ok(Self {
-            first,
-            len: schedule.len().saturating_sub(first),
+            len: windows.len(),
+            windows,
             next: 0,
             done: false,
             filled,
@@ -471,8 +496,7 @@ impl<T: WindowElement> WindowLoader<T> {
         self.threads
     }
 
-    /// Windows this loader reads (delivered or not): the schedule's, from the first window
-    /// read on.
+    /// Windows this loader reads (delivered or not).
     #[must_use]
     pub fn num_windows(&self) -> usize {
         self.len
@@ -509,7 +533,7 @@ impl<T: WindowElement> Iterator for WindowLoader<T> {
             self.done = true;
             return Some(Err(Error::WindowsHeld {
                 held,
-                window: self.first + self.next,
+                window: self.windows[self.next],
             }));
         }
         let item = match self.filled.recv() {
@@ -521,7 +545,7 @@ impl<T: WindowElement> Iterator for WindowLoader<T> {
             Err(_) => {
                 self.done = true;
                 Err(Error::LoaderStopped {
-                    window: self.first + self.next,
+                    window: self.windows[self.next],
                 })
             }
         };
@@ -651,8 +675,8 @@ struct Reader<S: RecordingSource + ?Sized, T> {
     source: Arc<S>,
     channels: Vec<usize>,
     schedule: ChunkSchedule,
-    /// The first window to read.
-    first: usize,
+    /// Indices in the schedule of the windows to read, increasing.
+    windows: Arc<[usize]>,
     per_sample: usize,
     capacity: usize,
     /// Whether to page-lock the buffers.
@@ -689,7 +713,11 @@ impl<S: RecordingSource + ?Sized, T: WindowElement> Reader<S, T> {
     fn read_windows(mut self, readers: &PartReaders<T>) {
         let schedule = self.schedule;
         let sample_bytes = self.per_sample * size_of::<T>();
-        let mut windows = schedule.iter().skip(self.first).peekable();
+        let indices = Arc::clone(&self.windows);
+        let mut windows = indices
+            .iter()
+            .filter_map(|&w| schedule.window(w))
+            .peekable();
         while let Some(window) = windows.next() {
             if matches!(self.stop.try_recv(), Err(TryRecvError::Disconnected)) {
                 return;

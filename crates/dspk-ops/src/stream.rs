@@ -130,6 +130,25 @@ impl WindowStream {
     where
         S: RecordingSource + ?Sized + 'static,
     {
+        Self::of_windows(client, source, pipeline, options, |index| index >= first)
+    }
+
+    /// As [`new`](Self::new), serving only the windows of the schedule whose index `pick`
+    /// accepts, in order (the others are neither read nor processed).
+    ///
+    /// # Errors
+    ///
+    /// As [`new`](Self::new).
+    pub fn of_windows<S>(
+        client: &Client,
+        source: Arc<S>,
+        pipeline: Pipeline,
+        options: &StreamOptions,
+        pick: impl Fn(usize) -> bool,
+    ) -> Result<Self>
+    where
+        S: RecordingSource + ?Sized + 'static,
+    {
         let info = source.info().clone();
         let channels = options
             .channels
@@ -141,6 +160,7 @@ impl WindowStream {
         let mut workspace = PipelineWorkspace::new(client, channels.len(), max_samples)?;
         workspace.set_pipeline(pipeline)?;
         let loader_options = LoaderOptions::for_target(options.target);
+        let picked: Vec<usize> = (0..schedule.len()).filter(|&i| pick(i)).collect();
         let loader = if source.can_read_stored() {
             let (gains, offsets): (Vec<f64>, Vec<f64>) = channels
                 .iter()
@@ -148,15 +168,15 @@ impl WindowStream {
                 .map(|c| (c.gain, c.offset))
                 .unzip();
             let loader =
-                WindowLoader::from_window(source, channels, schedule, first, loader_options)?;
+                WindowLoader::of_windows(source, channels, schedule, picked, loader_options)?;
             workspace.set_stored_scaling(&gains, &offsets)?;
             Loader::Stored(loader, info.stored_format)
         } else {
-            Loader::Scaled(WindowLoader::from_window(
+            Loader::Scaled(WindowLoader::of_windows(
                 source,
                 channels,
                 schedule,
-                first,
+                picked,
                 loader_options,
             )?)
         };

@@ -163,21 +163,25 @@ fn residency_gives_the_same_spikes_and_reads_the_recording_once() {
         part.resident_bytes = Some(first.read_bytes / 2);
         let partial = run(client, rec.clone(), &probe, &part, None).unwrap();
         assert_eq!(bits(&partial.spikes), bits(&resident.spikes), "{target}");
+        let total = first.windows;
         for stage in partial.stages.iter().filter(|s| s.pass.windows > 0).skip(1) {
             let pass = &stage.pass;
             assert!(
-                pass.resident_windows > 0 && pass.resident_windows < pass.windows,
-                "{target}: {} kept {} of {}",
-                pass.name,
-                pass.resident_windows,
-                pass.windows
-            );
-            assert!(
-                pass.read_bytes > 0 && pass.read_bytes < first.read_bytes,
+                pass.read_bytes < first.read_bytes,
                 "{target}: {} read {}",
                 pass.name,
                 pass.read_bytes
             );
+            if pass.windows == total {
+                assert!(
+                    pass.resident_windows > 0 && pass.resident_windows < pass.windows,
+                    "{target}: {} kept {} of {}",
+                    pass.name,
+                    pass.resident_windows,
+                    pass.windows
+                );
+                assert!(pass.read_bytes > 0, "{target}: {}", pass.name);
+            }
         }
         for stage in streamed.stages.iter().filter(|s| s.pass.windows > 0) {
             assert_eq!(

@@ -165,8 +165,8 @@ impl DeviceWindows {
     }
 
     /// As [`pass`](Self::pass), visiting only the windows `select` picks (by their ranges).
-    /// Resident windows that are not picked are not processed at all; streamed ones are read
-    /// and processed (the stream cannot skip) but not visited. The report counts the windows
+    /// Windows that are not picked are neither read nor processed, except in the first pass,
+    /// which reads every window to keep them on the device. The report counts the windows
     /// processed.
     ///
     /// # Errors
@@ -226,6 +226,7 @@ impl DeviceWindows {
         // Windows kept on the device first (all of them when they fitted the budget), then
         // the rest streamed from the source.
         let mut first = 0;
+        let mut told = 0;
         if let Some(resident) = &mut self.resident {
             first = resident.len();
             let picked: Vec<usize> = resident
@@ -234,7 +235,6 @@ impl DeviceWindows {
                 .filter(|(_, w)| select(w))
                 .map(|(i, _)| i)
                 .collect();
-            let mut told = 0;
             for index in picked {
                 if let Some(window) = resident.window(index) {
                     visit(window?)?;
@@ -253,23 +253,33 @@ impl DeviceWindows {
             }
         }
         let pipeline = self.chain.pipeline(&self.client)?;
-        let mut stream = WindowStream::from_window(
+        // The first pass reads every window (it keeps them on the device); later ones read
+        // only the windows they visit.
+        let keeping = self.passes == 0;
+        let schedule = self.schedule;
+        let mut stream = WindowStream::of_windows(
             &self.client,
             self.source.clone(),
             pipeline,
             &self.options,
-            first,
+            |index| {
+                index >= first
+                    && (keeping || schedule.window(index).is_some_and(|window| select(&window)))
+            },
         )?;
-        let keep = self.passes == 0 && stream.keep_resident(self.budget);
-        let mut served = first;
+        let keep = keeping && stream.keep_resident(self.budget);
         while let Some(window) = stream.next_window() {
             let window = window?;
             if select(window.window()) {
                 visit(window)?;
             }
             report.windows += 1;
-            served += 1;
-            tell(served);
+            told = window.window().index() + 1;
+            tell(told);
+        }
+        // The end, once, also when the last windows were not picked.
+        if told != total {
+            tell(total);
         }
         report.read_bytes = stream.uploaded_bytes();
         report.uploaded_bytes = stream.uploaded_bytes();
@@ -303,6 +313,82 @@ pub fn resident_budget(client: &Client, resident_bytes: Option<u64>) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dspk_core::test_util::for_each_runtime;
+    use dspk_core::{SampleRate, SyntheticRecording};
+
+    /// A chain that leaves the windows as read.
+    struct AsRead;
+
+    impl WindowChain for AsRead {
+        fn pipeline(&self, _client: &Client) -> Result<Pipeline> {
+            Ok(Pipeline::new())
+        }
+
+        fn settling(&self) -> Result<usize> {
+            Ok(0)
+        }
+    }
+
+    /// A selective pass visits, reads and processes only the windows it picks, resident or
+    /// streamed, and tells progress its end once; the first pass reads every window to keep
+    /// the first ones that fit.
+    #[test]
+    fn a_selective_pass_reads_only_its_windows() {
+        for_each_runtime(|target, client| {
+            let rate = SampleRate::from_hz(30_000).unwrap();
+            let (channels, window) = (3usize, 1_000u64);
+            let source = Arc::new(SyntheticRecording::new(channels, 10_000, rate, 9).unwrap());
+            let bytes = |w: u64| channels as u64 * w * 2;
+            let windows = |budget| {
+                DeviceWindows::new(
+                    client,
+                    source.clone(),
+                    (0..channels).collect(),
+                    window,
+                    0,
+                    None,
+                    Box::new(AsRead),
+                    budget,
+                )
+                .unwrap()
+            };
+            let picked = |w: &HaloWindow| [1, 2, 7].contains(&w.index());
+            let run = |windows: &mut DeviceWindows, select: &dyn Fn(&HaloWindow) -> bool| {
+                let mut told = Vec::new();
+                let mut seen = Vec::new();
+                let report = windows
+                    .pass_selected("test", &mut |p| told.push(p.done), select, |w| {
+                        seen.push(w.window().index());
+                        Ok(())
+                    })
+                    .unwrap();
+                (report, seen, told)
+            };
+            // Streamed: the first pass reads all, a later one only windows 1, 2 and 7.
+            let mut streamed = windows(0);
+            let (first, _, told) = run(&mut streamed, &|_| true);
+            assert_eq!(first.read_bytes, bytes(10_000), "{target}");
+            assert_eq!(told.last(), Some(&10));
+            let (report, seen, told) = run(&mut streamed, &picked);
+            assert_eq!(seen, vec![1, 2, 7], "{target}");
+            assert_eq!((report.windows, report.resident_windows), (3, 0));
+            assert_eq!(report.read_bytes, bytes(3 * window), "{target}");
+            assert_eq!(told, vec![2, 3, 8, 10], "{target}: the end once");
+            // Four windows kept: 1 and 2 from the device, 7 read.
+            let mut part = windows(bytes(4 * window));
+            run(&mut part, &|_| true);
+            assert_eq!(part.resident_windows(), 4, "{target}");
+            let (report, seen, told) = run(&mut part, &picked);
+            assert_eq!(seen, vec![1, 2, 7], "{target}");
+            assert_eq!((report.windows, report.resident_windows), (3, 2));
+            assert_eq!(report.read_bytes, bytes(window), "{target}");
+            assert_eq!(told, vec![2, 3, 8, 10], "{target}");
+            // Nothing picked past the kept windows: nothing read, the end told once.
+            let (report, seen, told) = run(&mut part, &|w| w.index() == 0);
+            assert_eq!((seen, report.read_bytes), (vec![0], 0), "{target}");
+            assert_eq!(told, vec![1, 10], "{target}");
+        });
+    }
 
     #[test]
     fn the_default_budget_leaves_the_scratch_free() {
