@@ -35,6 +35,11 @@ use dspk_examples::synthetic::generate_in_memory;
 use dspk_examples::truth::{SortFlags, Summary, compare};
 use dspk_examples::{MemoryLimit, sample_count};
 
+#[path = "common/memory.rs"]
+mod memory;
+
+use memory::resident_bytes;
+
 const RATE_HZ: u64 = 30_000;
 
 struct Args {
@@ -198,8 +203,5 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
 /// either is not possible, and then the peak is not reset.
 fn reset_peak_host_bytes() -> Option<u64> {
     std::fs::write("/proc/self/clear_refs", "5").ok()?;
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
+    resident_bytes(&std::fs::read_to_string("/proc/self/status").ok()?)
 }

@@ -39,12 +39,13 @@ use dspk::{
 use dspk_cli::flags::Reader;
 use dspk_cli::report::run_program;
 
+#[path = "common/memory.rs"]
+mod memory;
 #[path = "common/view.rs"]
 mod view_figures;
 
-use view_figures::{
-    build_rates, bytes_per_recording_byte, latency_ms, recording_bytes, resident_bytes,
-};
+use memory::resident_bytes;
+use view_figures::{build_rates, bytes_per_recording_byte, latency_ms, recording_bytes};
 
 type BoxResult<T> = Result<T, Box<dyn Error>>;
 

@@ -6,6 +6,8 @@
 
 #[path = "../benches/common/loader.rs"]
 mod loader_figures;
+#[path = "../benches/common/memory.rs"]
+mod memory;
 #[path = "../benches/common/preprocess.rs"]
 mod preprocess_figures;
 #[path = "../benches/common/rates.rs"]
@@ -233,10 +235,19 @@ mod view_tests {
     }
 
     #[test]
-    fn medians_and_memory() {
+    fn medians() {
         assert_eq!(latency_ms(&[0.003, 0.001, 0.002]), (2.0, 3.0));
         assert_eq!(latency_ms(&[0.004, 0.001]), (4.0, 4.0));
         assert!(latency_ms(&[]).0.is_nan());
+    }
+}
+
+/// `benches/common/memory.rs`.
+mod memory_tests {
+    use crate::memory::*;
+
+    #[test]
+    fn resident_memory_from_the_status_text() {
         let status = "Name:\tbench\nVmPeak:\t  100 kB\nVmRSS:\t   2048 kB\nThreads:\t4\n";
         assert_eq!(resident_bytes(status), Some(2 * 1024 * 1024));
         assert_eq!(resident_bytes("VmRSS: lots"), None);

@@ -1,7 +1,6 @@
 //! The arithmetic of the view bench (`benches/view.rs`), tested apart from a device (in
 //! `tests/bench_arithmetic.rs`): recording sizes, build rates as GB/s of stored samples and
-//! multiples of real time, pyramid bytes per recording byte, latency medians and the resident
-//! memory read from `/proc/self/status`.
+//! multiples of real time, pyramid bytes per recording byte and latency medians.
 
 /// Bytes of a recording of `channels` x `samples` stored samples of `sample_bytes` bytes.
 #[must_use]
@@ -37,14 +36,4 @@ pub(crate) fn latency_ms(seconds: &[f64]) -> (f64, f64) {
         None => (f64::NAN, f64::NAN),
         Some(&max) => (sorted[sorted.len() / 2] * 1e3, max * 1e3),
     }
-}
-
-/// The resident set size in bytes from the text of `/proc/self/status` (its `VmRSS:` line, in
-/// kB of 1024 bytes); `None` when the line is missing or malformed.
-#[must_use]
-pub(crate) fn resident_bytes(status: &str) -> Option<u64> {
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    let mut words = line["VmRSS:".len()..].split_whitespace();
-    let kib: u64 = words.next()?.parse().ok()?;
-    (words.next()? == "kB").then_some(kib * 1024)
 }

@@ -59,6 +59,7 @@ pub use loader::{
 pub use memory::{MemoryRecording, SyntheticRecording};
 pub use recording::{
     ChannelInfo, ConcurrentReads, ReadRequest, RecordingInfo, RecordingSource, ScaledOnly,
+    fill_scaled_by_runs, fill_stored_by_runs,
 };
 pub use repeated::RepeatedRecording;
 pub use sample::{SampleFormat, StoredSample, scale};

@@ -374,27 +374,7 @@ impl<T: WindowElement> WindowLoader<T> {
     where
         S: RecordingSource + ?Sized + 'static,
     {
-        Self::from_window(source, channels, schedule, 0, options)
-    }
-
-    /// As [`new`](Self::new), reading only the windows of `schedule` from index `first` on
-    /// (none when `first` is past the last): the rest of a recording whose first windows are
-    /// held elsewhere. The windows keep their indices in `schedule`.
-    ///
-    /// # Errors
-    ///
-    /// As [`new`](Self::new).
-    pub fn from_window<S>(
-        source: Arc<S>,
-        channels: Vec<usize>,
-        schedule: ChunkSchedule,
-        first: usize,
-        options: LoaderOptions,
-    ) -> Result<Self>
-    where
-        S: RecordingSource + ?Sized + 'static,
-    {
-        let windows = (first..schedule.len()).collect();
+        let windows = (0..schedule.len()).collect();
         Self::of_windows(source, channels, schedule, windows, options)
     }
 

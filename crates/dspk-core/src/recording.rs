@@ -369,6 +369,45 @@ pub trait RecordingSource: Send + Sync {
     }
 }
 
+/// A whole channel-major request filled through `source`'s
+/// [`fill_scaled_runs`](RecordingSource::fill_scaled_runs), one run per channel: the
+/// [`fill_scaled`](RecordingSource::fill_scaled) of sources whose reading path is their runs.
+///
+/// # Errors
+///
+/// As the source's `fill_scaled_runs`.
+pub fn fill_scaled_by_runs<S: RecordingSource + ?Sized>(
+    source: &S,
+    request: &ReadRequest<'_>,
+    out: &mut [f32],
+) -> Result<()> {
+    let n = request.samples_per_channel();
+    if n == 0 {
+        return Ok(());
+    }
+    let mut runs: Vec<&mut [f32]> = out.chunks_exact_mut(n).collect();
+    source.fill_scaled_runs(request, &mut runs)
+}
+
+/// As [`fill_scaled_by_runs`], for the stored bytes and
+/// [`fill_stored_runs`](RecordingSource::fill_stored_runs).
+///
+/// # Errors
+///
+/// As the source's `fill_stored_runs`.
+pub fn fill_stored_by_runs<S: RecordingSource + ?Sized>(
+    source: &S,
+    request: &ReadRequest<'_>,
+    out: &mut [u8],
+) -> Result<()> {
+    let bytes = request.samples_per_channel() * source.info().stored_format.size();
+    if bytes == 0 {
+        return Ok(());
+    }
+    let mut runs: Vec<&mut [u8]> = out.chunks_exact_mut(bytes).collect();
+    source.fill_stored_runs(request, &mut runs)
+}
+
 /// Copies channel-major `values` (`run` per channel) into one run per channel.
 fn copy_into_runs<T: Copy>(values: &[T], run: usize, runs: &mut [&mut [T]]) {
     if run == 0 {

@@ -4,7 +4,10 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use crate::recording::{ConcurrentReads, ReadRequest, RecordingInfo, RecordingSource};
+use crate::recording::{
+    ConcurrentReads, ReadRequest, RecordingInfo, RecordingSource, fill_scaled_by_runs,
+    fill_stored_by_runs,
+};
 use crate::{Error, Result};
 
 /// `inner` played `repeats` times in a row: sample `s` of channel `c` is sample
@@ -105,22 +108,12 @@ impl RecordingSource for RepeatedRecording {
     }
 
     fn fill_scaled(&self, request: &ReadRequest<'_>, out: &mut [f32]) -> Result<()> {
-        let n = request.samples_per_channel();
-        if n == 0 {
-            return Ok(());
-        }
-        let mut runs: Vec<&mut [f32]> = out.chunks_exact_mut(n).collect();
-        self.fill_scaled_runs(request, &mut runs)
+        fill_scaled_by_runs(self, request, out)
     }
 
     fn fill_stored(&self, request: &ReadRequest<'_>, out: &mut [u8]) -> Result<()> {
         self.stored_supported()?;
-        let bytes = request.samples_per_channel() * self.info.stored_format.size();
-        if bytes == 0 {
-            return Ok(());
-        }
-        let mut runs: Vec<&mut [u8]> = out.chunks_exact_mut(bytes).collect();
-        self.fill_stored_runs(request, &mut runs)
+        fill_stored_by_runs(self, request, out)
     }
 
     fn can_read_stored(&self) -> bool {

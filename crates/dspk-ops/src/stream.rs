@@ -110,31 +110,13 @@ impl WindowStream {
     where
         S: RecordingSource + ?Sized + 'static,
     {
-        Self::from_window(client, source, pipeline, options, 0)
+        Self::of_windows(client, source, pipeline, options, None)
     }
 
-    /// As [`new`](Self::new), serving only the windows from index `first` of the schedule on
-    /// (none when `first` is past the last): the rest of a recording whose first windows are
-    /// kept on the device ([`ResidentWindows`]).
-    ///
-    /// # Errors
-    ///
-    /// As [`new`](Self::new).
-    pub fn from_window<S>(
-        client: &Client,
-        source: Arc<S>,
-        pipeline: Pipeline,
-        options: &StreamOptions,
-        first: usize,
-    ) -> Result<Self>
-    where
-        S: RecordingSource + ?Sized + 'static,
-    {
-        Self::of_windows(client, source, pipeline, options, |index| index >= first)
-    }
-
-    /// As [`new`](Self::new), serving only the windows of the schedule whose index `pick`
-    /// accepts, in order (the others are neither read nor processed).
+    /// As [`new`](Self::new), serving only the windows of the schedule at the indices
+    /// `windows`, in increasing order (the others are neither read nor processed; see
+    /// [`WindowLoader::of_windows`]); `None` serves every window. With windows kept on the
+    /// device ([`ResidentWindows`]), this streams the rest of the recording.
     ///
     /// # Errors
     ///
@@ -144,7 +126,7 @@ impl WindowStream {
         source: Arc<S>,
         pipeline: Pipeline,
         options: &StreamOptions,
-        pick: impl Fn(usize) -> bool,
+        windows: Option<Vec<usize>>,
     ) -> Result<Self>
     where
         S: RecordingSource + ?Sized + 'static,
@@ -160,7 +142,7 @@ impl WindowStream {
         let mut workspace = PipelineWorkspace::new(client, channels.len(), max_samples)?;
         workspace.set_pipeline(pipeline)?;
         let loader_options = LoaderOptions::for_target(options.target);
-        let picked: Vec<usize> = (0..schedule.len()).filter(|&i| pick(i)).collect();
+        let picked = windows.unwrap_or_else(|| (0..schedule.len()).collect());
         let loader = if source.can_read_stored() {
             let (gains, offsets): (Vec<f64>, Vec<f64>) = channels
                 .iter()
@@ -198,7 +180,7 @@ impl WindowStream {
     /// `budget` device bytes: the first window that would pass it and every window after it
     /// go through the upload buffer as usual. [`into_resident`](Self::into_resident) then
     /// serves the kept windows again without reading or uploading them, and the rest can be
-    /// streamed ([`from_window`](Self::from_window)). Call it before the first window. Returns
+    /// streamed ([`of_windows`](Self::of_windows)). Call it before the first window. Returns
     /// `false` (and keeps nothing) when windows cross as scaled `f32`: only stored integers are
     /// kept, the compact form.
     pub fn keep_resident(&mut self, budget: u64) -> bool {

@@ -357,8 +357,14 @@ fn a_budget_keeps_the_first_windows_and_the_rest_streams() {
         while let Some(window) = resident.next_window() {
             again.push(bits_of(client, window.unwrap()));
         }
-        let mut rest =
-            WindowStream::from_window(client, source.clone(), pipeline(), &options, 2).unwrap();
+        let mut rest = WindowStream::of_windows(
+            client,
+            source.clone(),
+            pipeline(),
+            &options,
+            Some((2..99).collect()),
+        )
+        .unwrap();
         while let Some(window) = rest.next_window() {
             again.push(bits_of(client, window.unwrap()));
         }
@@ -376,7 +382,8 @@ fn a_budget_keeps_the_first_windows_and_the_rest_streams() {
         );
         // Past the last window: an empty stream.
         let mut none =
-            WindowStream::from_window(client, source.clone(), pipeline(), &options, 99).unwrap();
+            WindowStream::of_windows(client, source.clone(), pipeline(), &options, Some(vec![99]))
+                .unwrap();
         assert!(none.next_window().is_none());
         // A budget under the first window keeps none.
         let mut tight = WindowStream::new(client, source, pipeline(), &options).unwrap();

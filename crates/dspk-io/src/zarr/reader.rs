@@ -558,12 +558,7 @@ impl RecordingSource for ZarrRecording {
     }
 
     fn fill_scaled(&self, request: &ReadRequest<'_>, out: &mut [f32]) -> dspk_core::Result<()> {
-        let n = request.samples_per_channel();
-        if n == 0 {
-            return Ok(());
-        }
-        let mut runs: Vec<&mut [f32]> = out.chunks_exact_mut(n).collect();
-        self.fill_scaled_runs(request, &mut runs)
+        dspk_core::fill_scaled_by_runs(self, request, out)
     }
 
     fn can_read_stored(&self) -> bool {

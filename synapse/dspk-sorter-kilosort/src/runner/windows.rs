@@ -256,16 +256,15 @@ impl DeviceWindows {
         // The first pass reads every window (it keeps them on the device); later ones read
         // only the windows they visit.
         let keeping = self.passes == 0;
-        let schedule = self.schedule;
+        let picked = (first..total)
+            .filter(|&index| keeping || self.schedule.window(index).is_some_and(|w| select(&w)))
+            .collect();
         let mut stream = WindowStream::of_windows(
             &self.client,
             self.source.clone(),
             pipeline,
             &self.options,
-            |index| {
-                index >= first
-                    && (keeping || schedule.window(index).is_some_and(|window| select(&window)))
-            },
+            Some(picked),
         )?;
         let keep = keeping && stream.keep_resident(self.budget);
         while let Some(window) = stream.next_window() {

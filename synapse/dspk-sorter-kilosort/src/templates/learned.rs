@@ -8,6 +8,7 @@
 //! template circularly (samples pushed off one end come back at the other). Here each template is
 //! correlated on its own with zeros outside it and shifted with zeros coming in.
 
+use crate::algorithms::rows::map_in_parallel;
 use crate::clustering::Clusters;
 use crate::detection::universal::UniversalTemplates;
 use crate::merging::{NEAR_DUPLICATE_SIMILARITY, WtW, merge_near_duplicates};
@@ -108,34 +109,45 @@ pub fn align_templates(
             ),
         });
     }
-    let mut shifts = vec![0i64; units.len() / per];
-    // Units are aligned independently: contiguous runs of them on each thread.
-    let per_thread = shifts.len().div_ceil(threads.max(1)).max(1);
-    std::thread::scope(|scope| {
-        for (units, shifts) in units
-            .chunks_mut(per_thread * per)
-            .zip(shifts.chunks_mut(per_thread))
-        {
-            scope.spawn(move || {
-                for (unit, shift) in units.chunks_mut(per).zip(shifts) {
-                    *shift = align_one(unit, channels, p, wpca, wtemp, nt, alignment);
-                }
-            });
+    let count = units.len() / per;
+    let aligned = map_in_parallel(
+        count,
+        threads,
+        1,
+        || (),
+        |(), u| {
+            align_one(
+                &units[u * per..(u + 1) * per],
+                channels,
+                p,
+                wpca,
+                wtemp,
+                nt,
+                alignment,
+            )
+        },
+    );
+    let mut shifts = Vec::with_capacity(count);
+    for (unit, (shift, moved)) in units.chunks_mut(per).zip(aligned) {
+        if let Some(moved) = moved {
+            unit.copy_from_slice(&moved);
         }
-    });
+        shifts.push(shift);
+    }
     Ok(shifts)
 }
 
-/// [`align_templates`] of one unit's `[channels, p]` features, in place; returns its shift.
+/// [`align_templates`] of one unit's `[channels, p]` features: its shift, and its aligned
+/// features when the shift is not 0.
 fn align_one(
-    unit: &mut [f32],
+    unit: &[f32],
     channels: usize,
     p: usize,
     wpca: &[f32],
     wtemp: &[f32],
     nt: usize,
     alignment: Alignment,
-) -> i64 {
+) -> (i64, Option<Vec<f32>>) {
     let half = (nt / 2) as i64;
     let waveform = waveform(unit, channels, p, wpca, nt);
     // Channels where the waveform is zero add nothing to any score.
@@ -168,11 +180,19 @@ fn align_one(
         }
     }
     let shift = half - best.1;
-    if shift != 0 {
-        let shifted = shift_rows(&waveform, channels, nt, shift);
-        project(&shifted, unit, channels, p, wpca, nt);
-    }
-    shift
+    let moved = (shift != 0).then(|| {
+        let mut moved = vec![0f32; unit.len()];
+        project(
+            &shift_rows(&waveform, channels, nt, shift),
+            &mut moved,
+            channels,
+            p,
+            wpca,
+            nt,
+        );
+        moved
+    });
+    (shift, moved)
 }
 
 /// `T[c, t] = Σ_q unit[c, q] wpca[q, t]` as `[channels, nt]` in f64.

@@ -1,7 +1,7 @@
 //! The clustering graph of `docs/KILOSORT4.md` §6.3: landmarks, every point's nearest landmarks
 //! (exact), and the degrees of the adjacency `M`.
 
-use super::linalg::{dot_seq, products, sq_dist_f32, transpose};
+use super::linalg::{dot_seq, gather_rows, products, sq_dist_f32, transpose};
 
 /// The landmark stride of a group of `n` points: `downsampling` (Kilosort's), or the longest
 /// stride that still gives at least `min_landmarks` landmarks (at most `n`) when
@@ -61,11 +61,7 @@ pub(super) fn landmarks(n: usize, stride: usize, max: usize) -> Vec<usize> {
 /// screened distance (every landmark, if that is not finite) is measured again in f64, and
 /// those decide.
 pub(super) fn nearest_landmarks(x: &[f32], d: usize, landmarks: &[usize], k: usize) -> Vec<u32> {
-    let xl: Vec<f32> = landmarks
-        .iter()
-        .flat_map(|&p| x[p * d..(p + 1) * d].iter().copied())
-        .collect();
-    nearest_rows(x, &xl, d, k)
+    nearest_rows(x, &gather_rows(x, d, landmarks), d, k)
 }
 
 /// As [`nearest_landmarks`], for points `x` and landmarks `xl` given as rows of `d` features

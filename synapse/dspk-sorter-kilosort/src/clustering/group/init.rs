@@ -17,7 +17,7 @@
 //! `POOL^2 d / 2 + n x steps x d` multiply-adds per group. Every product is the same sequential
 //! f32 sum ([`dot_seq`]); the sums of gains are accumulated in f64 in a fixed order ([`gain_sum`]).
 
-use super::linalg::{dot_seq, gain_sum, products, transpose};
+use super::linalg::{dot_seq, gain_sum, gather_rows, products, transpose};
 use super::rng::{CounterRng, weighted_sample};
 
 /// Largest pool of the initialisation (its Gram matrix is `POOL^2` f32: 64 MiB).
@@ -45,15 +45,11 @@ pub(super) fn seed_clusters(
     seed: u64,
     pool: usize,
 ) -> Init {
-    let row = |i: usize| &x[i * d..(i + 1) * d];
     let s = pool.min(n);
     let members: Vec<usize> = (0..s)
         .map(|t| (t as u128 * n as u128 / s as u128) as usize)
         .collect();
-    let xs: Vec<f32> = members
-        .iter()
-        .flat_map(|&i| row(i).iter().copied())
-        .collect();
+    let xs = gather_rows(x, d, &members);
     let xst = transpose(&xs, s, d);
     // Gram matrix of the pool: the upper blocks, mirrored (products commute exactly).
     let mut gram = vec![0.0f32; s * s];

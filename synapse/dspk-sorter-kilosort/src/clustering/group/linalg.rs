@@ -162,3 +162,10 @@ pub(super) fn solve_spd(a: &[f64], b: &[f64], m: usize) -> Option<Vec<f64>> {
     }
     Some(x)
 }
+
+/// The rows `rows` of the row-major `x` of `d` values per row, in that order, row-major.
+pub(super) fn gather_rows(x: &[f32], d: usize, rows: &[usize]) -> Vec<f32> {
+    rows.iter()
+        .flat_map(|&r| x[r * d..(r + 1) * d].iter().copied())
+        .collect()
+}

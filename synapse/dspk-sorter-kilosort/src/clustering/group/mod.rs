@@ -210,10 +210,7 @@ pub(crate) fn cluster_group(
     let kept: Vec<usize> = (0..cap)
         .map(|t| (t as u128 * n as u128 / cap as u128) as usize)
         .collect();
-    let xs: Vec<f32> = kept
-        .iter()
-        .flat_map(|&i| x[i * d..(i + 1) * d].iter().copied())
-        .collect();
+    let xs = linalg::gather_rows(x, d, &kept);
     let mut in_x = |a: &[usize], b: &[usize]| {
         let of = |rows: &[usize]| rows.iter().map(|&r| kept[r]).collect::<Vec<_>>();
         refractory(&of(a), &of(b))
@@ -223,22 +220,10 @@ pub(crate) fn cluster_group(
     for (&i, &l) in kept.iter().zip(&clustered.labels) {
         labels[i] = l;
     }
-    let rest: Vec<usize> = {
-        let mut is_kept = vec![false; n];
-        for &i in &kept {
-            is_kept[i] = true;
-        }
-        (0..n).filter(|&i| !is_kept[i]).collect()
-    };
-    let xr: Vec<f32> = rest
-        .iter()
-        .flat_map(|&i| x[i * d..(i + 1) * d].iter().copied())
-        .collect();
-    let xl: Vec<f32> = clustered
-        .landmarks
-        .iter()
-        .flat_map(|&p| xs[p * d..(p + 1) * d].iter().copied())
-        .collect();
+    // `kept` is increasing: the rest are the indices it does not hold.
+    let rest: Vec<usize> = (0..n).filter(|i| kept.binary_search(i).is_err()).collect();
+    let xr = linalg::gather_rows(x, d, &rest);
+    let xl = linalg::gather_rows(&xs, d, &clustered.landmarks);
     let land_labels: Vec<u32> = clustered
         .landmarks
         .iter()
