@@ -93,6 +93,9 @@ SETTING_DESCRIPTIONS = {
     "merges without the bimodality test (None: 4 where the landmark floor is on, else 0)",
     "max_cluster_spikes": "dspk: a clustering group of more spikes clusters this many, evenly "
     "spaced, and assigns the rest to their nearest landmarks' clusters (None: every spike)",
+    "drift_split_overlap": "dspk: the merges also join units of template similarity >= 0.8 "
+    "whose spikes fell at different drift shifts, sharing at most this much of them (None: "
+    "Kilosort's merges only)",
 }
 
 #: SpikeInterface's parameters beside the settings.

@@ -430,7 +430,7 @@ DIR/params.py) and SpikeInterface's read_phy open:
 
 Settings (KEY = default):
 {settings}
-What each does: Kilosort4's documentation, and docs/KILOSORT4.md in dspk's repository. Eight
+What each does: Kilosort4's documentation, and docs/KILOSORT4.md in dspk's repository. Nine
 are dspk's own, not Kilosort4's: templates_file (wTEMP/wPCA .npz when templates_from_data is
 false), templates_seed, resident_bytes (device memory that keeps the recording on the device
 between passes; null: all but a reserve for the passes' scratch, 1/8 of the device and at
@@ -439,7 +439,9 @@ tree_cross_refractory (the final merge tree keeps cross-refractory branches apar
 min_cluster_landmarks and min_split_points_per_feature (landmark floor and split guard of the
 clustering; null: on for probes whose channels fall in at most 4 clustering groups),
 max_cluster_spikes (a larger clustering group clusters this many spikes and assigns the rest;
-null: every spike).
+null: every spike), drift_split_overlap (the merges also join units of similarity >= 0.8 whose
+spikes fell at different drift shifts, sharing at most this much of them; null: Kilosort's
+merges only).
 
 {RECORDINGS}
 

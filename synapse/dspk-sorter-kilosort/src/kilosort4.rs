@@ -291,7 +291,7 @@ impl Kilosort4 {
                 dmin: centres.dmin(),
             },
         )?;
-        let units = merging::run(&mut ctx, &mut matched, clusters, &templates)?;
+        let units = merging::run(&mut ctx, &mut matched, clusters, &templates, drift.as_ref())?;
         let merged = Merged {
             spikes: &matched,
             units: &units,

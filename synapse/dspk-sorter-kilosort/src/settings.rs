@@ -186,6 +186,15 @@ pub struct KilosortSettings {
     /// a group's landmarks, which grow with its spikes). `None`: every spike (Kilosort, and
     /// the EMUsort preset).
     pub max_cluster_spikes: Option<usize>,
+    /// Ours: the global merges also join two units that drift correction left apart: template
+    /// similarity at least 0.8 and spikes that fell in batches the drift estimate shifted
+    /// differently, the overlap of the two units' spike shares over shift bins of
+    /// `binning_depth` at most this (0: only units that never fired at the same shift; 1:
+    /// every similar pair). Kriging smooths a waveform by how far between contacts its shift
+    /// reads it, so the final clustering cuts a unit by drift phase into parts that fire at
+    /// different times, which Kilosort's cross-correlogram test cannot join (see
+    /// `docs/decisions`). `None`: Kilosort's merges only; no effect without drift correction.
+    pub drift_split_overlap: Option<f64>,
 }
 
 impl Default for KilosortSettings {
@@ -247,6 +256,7 @@ impl Default for KilosortSettings {
             min_cluster_landmarks: None,
             min_split_points_per_feature: None,
             max_cluster_spikes: Some(25_000),
+            drift_split_overlap: Some(0.5),
         }
     }
 }
@@ -296,6 +306,8 @@ impl KilosortSettings {
             // Kilosort 4.0.18 clusters every spike; the cap is measured on extracellular
             // recordings only.
             max_cluster_spikes: None,
+            // EMUsort's merges are Kilosort 4.0.18's (and the preset corrects no drift).
+            drift_split_overlap: None,
             ..Self::default()
         }
     }
@@ -481,6 +493,14 @@ impl KilosortSettings {
                      cluster_downsampling = {} (at least {landmarks})",
                     self.cluster_neighbors, self.cluster_downsampling
                 ),
+            );
+        }
+        if let Some(overlap) = self.drift_split_overlap
+            && !(0.0..=1.0).contains(&overlap)
+        {
+            return bad(
+                "drift_split_overlap",
+                format!("must lie in [0, 1] when given, got {overlap}"),
             );
         }
         if self.x_centers == Some(0) {

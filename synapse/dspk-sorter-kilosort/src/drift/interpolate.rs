@@ -127,19 +127,10 @@ impl ShiftInterpolation {
                 block_centres[j]
             )));
         }
-        if let [only] = shifts {
-            return Ok(vec![*only; self.n_channels()]);
-        }
-        let last = block_centres.len() - 2;
         Ok(self
             .y
             .iter()
-            .map(|&y| {
-                // The segment [k, k + 1] holding y, or the end segment beyond either end.
-                let k = block_centres[1..=last].partition_point(|&c| c <= y);
-                let (x0, x1) = (block_centres[k], block_centres[k + 1]);
-                shifts[k] + (shifts[k + 1] - shifts[k]) * (y - x0) / (x1 - x0)
-            })
+            .map(|&y| shift_at_depth(shifts, block_centres, y))
             .collect())
     }
 
@@ -169,6 +160,22 @@ impl ShiftInterpolation {
         let qy: Vec<f64> = self.y.iter().zip(&delta).map(|(y, d)| y - d).collect();
         Ok(kernel(&self.x, &qy, &self.x, &self.y, self.sig_interp))
     }
+}
+
+/// The shift at depth `y` (um) of one batch's block shifts `shifts` at the block centres
+/// `block_centres` (as many, at least one, strictly increasing; checked by the callers): the
+/// one shift of a single block, else the piecewise-linear function through
+/// `(block_centres[j], shifts[j])`, its end segments continued outside (`interp1d(...,
+/// fill_value="extrapolate")`).
+pub(super) fn shift_at_depth(shifts: &[f64], block_centres: &[f64], y: f64) -> f64 {
+    if let [only] = shifts {
+        return *only;
+    }
+    let last = block_centres.len() - 2;
+    // The segment [k, k + 1] holding y, or the end segment beyond either end.
+    let k = block_centres[1..=last].partition_point(|&c| c <= y);
+    let (x0, x1) = (block_centres[k], block_centres[k + 1]);
+    shifts[k] + (shifts[k + 1] - shifts[k]) * (y - x0) / (x1 - x0)
 }
 
 /// `K[i, j] = exp(-((ax_i - bx_j)^2 + (ay_i - by_j)^2) / (2 sig^2))`, `|a| x |b|` row-major.

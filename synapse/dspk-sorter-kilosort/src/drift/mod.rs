@@ -198,6 +198,30 @@ impl DriftEstimate {
         self.dshift.chunks_exact(self.n_blocks).nth(b)
     }
 
+    /// The shift (um) the estimate gives depth `y` (um) in batch `b` (the last batch past the
+    /// end): the batch's one shift with one block, else its block shifts interpolated at `y`
+    /// as [`ShiftInterpolation::channel_shifts`] does for a channel.
+    pub fn shift_at(&self, b: usize, y: f64) -> f64 {
+        let b = b.min(self.n_batches - 1);
+        let shifts = &self.dshift[b * self.n_blocks..(b + 1) * self.n_blocks];
+        interpolate::shift_at_depth(shifts, &self.block_centres, y)
+    }
+
+    /// An estimate of the given shifts (`n_batches x n_blocks` row-major, one block per
+    /// centre), for tests of what reads an estimate.
+    #[cfg(test)]
+    pub(crate) fn from_shifts(dshift: Vec<f64>, block_centres: Vec<f64>) -> Self {
+        let n_blocks = block_centres.len();
+        let n_batches = dshift.len() / n_blocks;
+        Self {
+            n_batches,
+            n_blocks,
+            dshift,
+            block_centres,
+            spike_counts: vec![1; n_batches],
+        }
+    }
+
     /// The number of batches.
     pub fn n_batches(&self) -> usize {
         self.n_batches

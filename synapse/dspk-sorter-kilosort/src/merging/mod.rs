@@ -13,16 +13,19 @@
 //! Host code: the loop is sequential and small (a few hundred units), and the similarity of two
 //! units that share no channel is 0 without arithmetic.
 
+mod drift;
 mod shift;
 mod similarity;
 #[cfg(test)]
 mod tests;
 
+pub use drift::{DRIFT_SPLIT_SIMILARITY, DriftSplit};
 pub use similarity::{WtW, similarity, similarity_matrix};
 
 use crate::algorithms::ccg::{acg_refractory, cross_refractory};
 use crate::clustering::Clusters;
 use crate::detection::universal::UniversalTemplates;
+use crate::drift::DriftEstimate;
 use crate::runner::SortContext;
 use crate::spikes::MatchedSpikes;
 use crate::{Error, KilosortSettings, Result};
@@ -52,7 +55,8 @@ pub struct MergedUnits {
 
 /// The merging stage on the host (`docs/KILOSORT4.md` §8.2-8.3, recorded in `ctx`): the final
 /// clusters merged by template similarity over time shifts and cross-correlogram
-/// refractoriness ([`merge_units`]); `spikes`' times updated in place.
+/// refractoriness, or by the drift-split test with the drift estimate `drift` when the
+/// setting `drift_split_overlap` is on ([`merge_units`]); `spikes`' times updated in place.
 ///
 /// # Errors
 ///
@@ -62,6 +66,7 @@ pub fn run(
     spikes: &mut MatchedSpikes,
     clusters: Clusters,
     templates: &UniversalTemplates,
+    drift: Option<&DriftEstimate>,
 ) -> Result<MergedUnits> {
     ctx.host("merges", |ctx| {
         let Clusters {
@@ -70,6 +75,19 @@ pub fn run(
             ..
         } = clusters;
         let wtw = WtW::new(templates.wpca(), templates.nt())?;
+        let settings = ctx.settings();
+        let channel_y: Vec<f32> = ctx.probe().positions().iter().map(|p| p[1]).collect();
+        let split = drift
+            .zip(settings.drift_split_overlap)
+            .map(|(estimate, overlap)| {
+                DriftSplit::new(
+                    estimate,
+                    &channel_y,
+                    settings.batch_size,
+                    settings.binning_depth,
+                    overlap,
+                )
+            });
         let report = merge_units(
             spikes,
             &mut labels,
@@ -77,7 +95,8 @@ pub fn run(
             ctx.probe().len(),
             &wtw,
             ctx.sample_rate(),
-            ctx.settings(),
+            settings,
+            split.as_ref(),
         )?;
         Ok(MergedUnits {
             labels,
@@ -96,6 +115,8 @@ pub struct MergeReport {
     pub units_after: usize,
     /// Merges done (each absorbs one unit).
     pub merges: usize,
+    /// Of those, the merges of units split by the drift (not cross-refractory).
+    pub drift_merges: usize,
     /// Spikes moved in time by a merge (counted once per move).
     pub shifted_spikes: usize,
 }
@@ -118,7 +139,10 @@ pub struct NearDuplicates {
 /// templates' channels. Seeds are the units whose auto-correlogram is refractory
 /// (`acg_refractory` with `acg_threshold`, once, before any merge); a candidate with
 /// similarity at least [`MERGE_SIMILARITY`] is absorbed when the seed's and its trains (samples
-/// over `sample_rate`) are cross-refractory (`cross_refractory` with `ccg_threshold`). The
+/// over `sample_rate`) are cross-refractory (`cross_refractory` with `ccg_threshold`) or,
+/// with `drift`, when the two are one unit split by the drift ([`DriftSplit::splits`] at the
+/// seed's depth: similarity at least [`DRIFT_SPLIT_SIMILARITY`] and little overlap of their
+/// spikes' drift shifts; dspk's own test, decision 0005). The
 /// absorbed unit is first moved by `dt = nt - ℓ`, `ℓ` its best lag index against the seed: its
 /// spikes' samples decrease by `dt`, and its template and its spikes' features are shifted by
 /// `dt` samples in the time domain (the vacated samples take the nearest surviving value) and
@@ -148,6 +172,7 @@ pub fn merge_units(
     wtw: &WtW,
     sample_rate: f64,
     settings: &KilosortSettings,
+    drift: Option<&DriftSplit<'_>>,
 ) -> Result<MergeReport> {
     check_spikes(spikes, wtw.p())?;
     if !(sample_rate.is_finite() && sample_rate > 0.0) {
@@ -187,15 +212,22 @@ pub fn merge_units(
     let (nt, p) = (wtw.nt(), wtw.p());
     let w = spikes.nc() * spikes.p();
     let mut shifted_spikes = 0usize;
+    let mut drift_merges = 0usize;
     let absorbed = greedy_merges(
         &mut bank,
         wtw,
         &mut sizes,
         &seeds,
         MERGE_SIMILARITY,
-        |bank, k, j, lag| {
+        |bank, k, j, sim, lag| {
             if !cross_refractory(&trains[k], &trains[j], settings.ccg_threshold) {
-                return false;
+                let split = drift.is_some_and(|d| {
+                    d.splits(&members[k], &members[j], &spikes.sample, bank.unit(k), sim)
+                });
+                if !split {
+                    return false;
+                }
+                drift_merges += 1;
             }
             let dt = nt as i64 - lag as i64;
             let moved = std::mem::take(&mut members[j]);
@@ -238,6 +270,7 @@ pub fn merge_units(
         units_before: n_units,
         units_after: survivors.len(),
         merges: n_units - survivors.len(),
+        drift_merges,
         shifted_spikes,
     })
 }
@@ -282,7 +315,7 @@ pub fn merge_near_duplicates(
         &mut sizes,
         &seeds,
         threshold,
-        |bank, k, j, _| {
+        |bank, k, j, _, _| {
             let (nk, nj) = (bank.norm(k), bank.norm(j));
             (2.0 * (nk - nj) / (nk + nj)).abs() < NEAR_DUPLICATE_NORM_DIFFERENCE
         },
@@ -298,8 +331,8 @@ pub fn merge_near_duplicates(
     })
 }
 
-/// The greedy loop of both merges. `try_merge(bank, k, j, lag)` tests candidate `j` of seed `k`
-/// at its best lag index and, when it accepts, does the caller's side of the merge (and may
+/// The greedy loop of both merges. `try_merge(bank, k, j, similarity, lag)` tests candidate `j`
+/// of seed `k` of that similarity at its best lag index and, when it accepts, does the caller's side of the merge (and may
 /// change `j`'s template first); the loop then sets `k`'s template to the size-weighted mean and
 /// moves `j`'s size to `k`. Returns, for each unit, the unit that absorbed it.
 fn greedy_merges(
@@ -308,7 +341,7 @@ fn greedy_merges(
     sizes: &mut [u64],
     seeds: &[bool],
     threshold: f32,
-    mut try_merge: impl FnMut(&mut Bank, usize, usize, usize) -> bool,
+    mut try_merge: impl FnMut(&mut Bank, usize, usize, f32, usize) -> bool,
 ) -> Vec<Option<usize>> {
     let n = bank.len();
     let mut order: Vec<usize> = (0..n).collect();
@@ -328,8 +361,8 @@ fn greedy_merges(
                 .filter(|&(sim, _, _)| sim >= threshold)
                 .collect();
             candidates.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
-            for (_, j, lag) in candidates {
-                if try_merge(bank, k, j, lag) {
+            for (sim, j, lag) in candidates {
+                if try_merge(bank, k, j, sim, lag) {
                     mean_into(bank, k, j, sizes[k], sizes[j]);
                     sizes[k] += sizes[j];
                     sizes[j] = 0;

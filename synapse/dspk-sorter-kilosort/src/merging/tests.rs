@@ -1,5 +1,6 @@
 use super::*;
 use crate::algorithms::ccg::tests::{Uniform, poisson};
+use crate::drift::DriftEstimate;
 
 const NT: usize = 21;
 const C: usize = 4;
@@ -195,6 +196,7 @@ fn halves_of_a_refractory_unit_merge_and_other_units_do_not() {
         &wtw,
         FS,
         &settings,
+        None,
     )
     .unwrap();
     assert_eq!(report.merges, 1, "{report:?}");
@@ -228,6 +230,7 @@ fn plain_poisson_halves_are_not_merged() {
         &wtw,
         FS,
         &KilosortSettings::default(),
+        None,
     )
     .unwrap();
     assert_eq!(report.merges, 0);
@@ -263,6 +266,7 @@ fn a_delayed_copy_merges_moved_back_by_its_lag() {
         &wtw,
         FS,
         &KilosortSettings::default(),
+        None,
     )
     .unwrap();
     assert_eq!(report.merges, 1, "{report:?}");
@@ -299,6 +303,72 @@ fn a_delayed_copy_merges_moved_back_by_its_lag() {
     assert!(max_abs_diff(&units[..C * p], &a) < 2e-3);
 }
 
+/// One neuron's train cut by drift phase: the spikes of batches (2 s) `25i..25i + 25` go to unit
+/// 0 for even `i` and to unit 1 (a smaller copy of the waveform) for odd `i`, as the final
+/// clustering cuts a unit whose corrected waveform changes with the shift; unit 2 is another
+/// neuron elsewhere, firing throughout.
+fn drift_phases() -> (MatchedSpikes, Vec<u32>, Vec<f32>) {
+    let w = wpca();
+    let a = template(&w, [1.0, 0.5, 0.0, 0.0], 0);
+    let smaller = template(&w, [0.8, 0.5, 0.0, 0.0], 0);
+    let b = template(&w, [0.0, 0.0, 1.0, 0.7], 0);
+    let train = poisson(51, 10.0, 200.0, 0.002);
+    let phase = |t: &f64| (*t / 50.0) as u64 % 2;
+    let even: Vec<f64> = train.iter().copied().filter(|t| phase(t) == 0).collect();
+    let odd: Vec<f64> = train.iter().copied().filter(|t| phase(t) == 1).collect();
+    let elsewhere = poisson(52, 10.0, 200.0, 0.002);
+    let (spikes, clusters) = spikes_of(&[
+        (samples(&even), a.clone()),
+        (samples(&odd), smaller.clone()),
+        (samples(&elsewhere), b.clone()),
+    ]);
+    (spikes, clusters, [a, smaller, b].concat())
+}
+
+#[test]
+fn parts_of_a_unit_cut_by_drift_merge_only_with_the_drift_split_test() {
+    let w = wpca();
+    let wtw = WtW::new(&w, NT).unwrap();
+    let settings = KilosortSettings::default();
+    let y = [0.0f32, 20.0, 40.0, 60.0];
+    // 100 batches of 2 s, shifted 0 um in even phases and 20 um in odd ones. The parts meet 3
+    // times, too few coincidences for the cross-correlogram test.
+    let moving: Vec<f64> = (0..100).map(|b| 20.0 * ((b / 25) % 2) as f64).collect();
+    let still = vec![3.0; 100];
+    for (shifts, merges) in [(moving, 1), (still, 0)] {
+        let estimate = DriftEstimate::from_shifts(shifts, vec![1000.0]);
+        let test = DriftSplit::new(&estimate, &y, 60_000, 5.0, 0.5);
+        for drift in [None, Some(&test)] {
+            let (mut spikes, mut clusters, mut units) = drift_phases();
+            let truth: Vec<bool> = clusters.iter().map(|&c| c < 2).collect();
+            let report = merge_units(
+                &mut spikes,
+                &mut clusters,
+                &mut units,
+                C,
+                &wtw,
+                FS,
+                &settings,
+                drift,
+            )
+            .unwrap();
+            let want = if drift.is_some() { merges } else { 0 };
+            assert_eq!(
+                (report.merges, report.drift_merges),
+                (want, want),
+                "{report:?}"
+            );
+            assert_eq!(report.units_after, 3 - want);
+            if want == 1 {
+                // The neuron's spikes are one unit, the other neuron's another.
+                for (&c, &neuron) in clusters.iter().zip(&truth) {
+                    assert_eq!(c == 0, neuron);
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn merge_units_refuses_inconsistent_input() {
     let w = wpca();
@@ -309,7 +379,16 @@ fn merge_units_refuses_inconsistent_input() {
     let settings = KilosortSettings::default();
     let mut bad = clusters.clone();
     bad[1] = 1;
-    let r = merge_units(&mut spikes, &mut bad, &mut units, C, &wtw, FS, &settings);
+    let r = merge_units(
+        &mut spikes,
+        &mut bad,
+        &mut units,
+        C,
+        &wtw,
+        FS,
+        &settings,
+        None,
+    );
     assert!(matches!(r, Err(Error::Input { .. })), "{r:?}");
     let r = merge_units(
         &mut spikes,
@@ -319,6 +398,7 @@ fn merge_units_refuses_inconsistent_input() {
         &wtw,
         0.0,
         &settings,
+        None,
     );
     assert!(matches!(r, Err(Error::Setting { .. })), "{r:?}");
     spikes.score.pop();
@@ -330,6 +410,7 @@ fn merge_units_refuses_inconsistent_input() {
         &wtw,
         FS,
         &settings,
+        None,
     );
     assert!(matches!(r, Err(Error::Input { .. })), "{r:?}");
     // No spikes: nothing to do.
@@ -342,6 +423,7 @@ fn merge_units_refuses_inconsistent_input() {
         &wtw,
         FS,
         &settings,
+        None,
     )
     .unwrap();
     assert_eq!((report.merges, report.units_after), (0, 1));
