@@ -21,9 +21,14 @@ is put down to:
 - `final clustering`: its parts share their main learned template (the final clustering split
   the spikes of one template, and the merges did not join them again).
 
-Each part's mean true displacement (µm, along the probe, at its spikes' times) is printed: parts
-of one unit that sit at different depths of the drift (`drift gap` over 5 µm) point at the drift
-estimate; parts at the same depth point at the clustering itself. Numpy only.
+Each part's true displacement (µm, along the probe, at its spikes' times: mean and 10-90 %
+range) is printed, with the `batch overlap` of the unit's two largest parts: the sum over
+batches (--batch-seconds, Kilosort's 2 s) of the smaller of the two parts' shares of their
+spikes in that batch, 1 for two parts that fire alike throughout (a clustering split by
+waveform) and 0 for parts that never fire in one batch (a split by time: parts of a unit whose
+corrected waveform changed with the drift). A symmetric drift puts parts at the two ends of
+the drift and in its middle at the same mean, so the range and the overlap say more than the
+mean (`drift gap`: the spread of the parts' means). Numpy only.
 """
 
 import argparse
@@ -58,6 +63,7 @@ def main():
     parser.add_argument("sorted")
     parser.add_argument("--gt", required=True)
     parser.add_argument("--min-share", type=float, default=0.1)
+    parser.add_argument("--batch-seconds", type=float, default=2.0)
     args = parser.parse_args()
 
     meta = json.load(open(os.path.join(args.gt, "recording.json")))
@@ -83,6 +89,7 @@ def main():
     window = int(round(WINDOW_MS * fs / 1000.0))
     counts = {"one cluster": 0, "first clustering": 0, "final clustering": 0, "missed": 0}
     drift_split = 0
+    time_split = 0
     rows = []
     for unit in np.unique(gt_units):
         t = gt_times[gt_units == unit]
@@ -109,6 +116,7 @@ def main():
         for part in parts:
             mask = got == part
             depth = float(np.mean(y[mask]))
+            low, high = np.percentile(y[mask], [10, 90])
             depths.append(depth)
             main = None
             if templates is not None:
@@ -118,7 +126,7 @@ def main():
             desc.append(
                 f"cluster {part} {mask.sum() / found.sum():.0%}"
                 + (f" (template {main})" if main is not None else "")
-                + f" at {depth:+.1f} um"
+                + f" at {depth:+.1f} um ({low:+.0f}..{high:+.0f})"
             )
         stage = (
             "first clustering"
@@ -128,9 +136,17 @@ def main():
         counts[stage] += 1
         gap = max(depths) - min(depths)
         drift_split += gap > 5.0
+        batch = (found_times / (args.batch_seconds * fs)).astype(np.int64)
+        largest = parts[np.argsort(-share[share >= args.min_share], kind="stable")[:2]]
+        shares = [
+            np.bincount(batch[got == part], minlength=batch.max() + 1) / (got == part).sum()
+            for part in largest
+        ]
+        overlap = float(np.minimum(shares[0], shares[1]).sum())
+        time_split += overlap < 0.5
         rows.append(
             f"unit {unit:3d}: {len(t)} spikes, {found.mean():.0%} found, split at the {stage}, "
-            f"drift gap {gap:.1f} um: " + "; ".join(desc)
+            f"drift gap {gap:.1f} um, batch overlap {overlap:.2f}: " + "; ".join(desc)
         )
     print("\n".join(rows))
     split = counts["first clustering"] + counts["final clustering"]
@@ -138,6 +154,7 @@ def main():
         f"SPLITS units={len(np.unique(gt_units))} one_cluster={counts['one cluster']} "
         f"split={split} first_clustering={counts['first clustering']} "
         f"final_clustering={counts['final clustering']} drift_gap_over_5um={drift_split} "
+        f"batch_overlap_under_0.5={time_split} "
         f"missed={counts['missed']} min_share={args.min_share}"
     )
     return 0

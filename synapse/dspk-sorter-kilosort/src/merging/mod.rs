@@ -77,26 +77,28 @@ pub fn run(
         let wtw = WtW::new(templates.wpca(), templates.nt())?;
         let settings = ctx.settings();
         let channel_y: Vec<f32> = ctx.probe().positions().iter().map(|p| p[1]).collect();
-        let split = drift
-            .zip(settings.drift_split_overlap)
-            .map(|(estimate, overlap)| {
-                DriftSplit::new(
-                    estimate,
-                    &channel_y,
-                    settings.batch_size,
-                    settings.binning_depth,
-                    overlap,
-                )
-            });
+        let rules = MergeRules {
+            sample_rate: ctx.sample_rate(),
+            settings,
+            drift: drift
+                .zip(settings.drift_split_overlap)
+                .map(|(estimate, overlap)| {
+                    DriftSplit::new(
+                        estimate,
+                        &channel_y,
+                        settings.batch_size,
+                        settings.binning_depth,
+                        overlap,
+                    )
+                }),
+        };
         let report = merge_units(
             spikes,
             &mut labels,
             &mut features,
             ctx.probe().len(),
             &wtw,
-            ctx.sample_rate(),
-            settings,
-            split.as_ref(),
+            &rules,
         )?;
         Ok(MergedUnits {
             labels,
@@ -104,6 +106,17 @@ pub fn run(
             report,
         })
     })
+}
+
+/// What decides the global merges ([`merge_units`]).
+#[derive(Debug, Clone, Copy)]
+pub struct MergeRules<'a> {
+    /// Samples per second of the spikes' samples.
+    pub sample_rate: f64,
+    /// The sort's settings (`acg_threshold`, `ccg_threshold`).
+    pub settings: &'a KilosortSettings,
+    /// The drift-split test, when it is on.
+    pub drift: Option<DriftSplit<'a>>,
 }
 
 /// What the global merges did.
@@ -170,10 +183,13 @@ pub fn merge_units(
     units: &mut Vec<f32>,
     channels: usize,
     wtw: &WtW,
-    sample_rate: f64,
-    settings: &KilosortSettings,
-    drift: Option<&DriftSplit<'_>>,
+    rules: &MergeRules<'_>,
 ) -> Result<MergeReport> {
+    let MergeRules {
+        sample_rate,
+        settings,
+        drift,
+    } = *rules;
     check_spikes(spikes, wtw.p())?;
     if !(sample_rate.is_finite() && sample_rate > 0.0) {
         return Err(Error::Setting {

@@ -69,6 +69,15 @@ fn spikes_of(units: &[(Vec<i64>, Vec<f32>)]) -> (MatchedSpikes, Vec<u32>) {
     (spikes, clusters)
 }
 
+/// The rules of a sort at `FS` with `settings` and the drift-split test `drift`.
+fn rules<'a>(settings: &'a KilosortSettings, drift: Option<DriftSplit<'a>>) -> MergeRules<'a> {
+    MergeRules {
+        sample_rate: FS,
+        settings,
+        drift,
+    }
+}
+
 fn split(train: &[f64], seed: u64) -> (Vec<f64>, Vec<f64>) {
     let mut u = Uniform(seed);
     let (mut a, mut b) = (Vec::new(), Vec::new());
@@ -194,9 +203,7 @@ fn halves_of_a_refractory_unit_merge_and_other_units_do_not() {
         &mut units,
         C,
         &wtw,
-        FS,
-        &settings,
-        None,
+        &rules(&settings, None),
     )
     .unwrap();
     assert_eq!(report.merges, 1, "{report:?}");
@@ -228,9 +235,7 @@ fn plain_poisson_halves_are_not_merged() {
         &mut units,
         C,
         &wtw,
-        FS,
-        &KilosortSettings::default(),
-        None,
+        &rules(&KilosortSettings::default(), None),
     )
     .unwrap();
     assert_eq!(report.merges, 0);
@@ -264,9 +269,7 @@ fn a_delayed_copy_merges_moved_back_by_its_lag() {
         &mut units,
         C,
         &wtw,
-        FS,
-        &KilosortSettings::default(),
-        None,
+        &rules(&KilosortSettings::default(), None),
     )
     .unwrap();
     assert_eq!(report.merges, 1, "{report:?}");
@@ -338,7 +341,7 @@ fn parts_of_a_unit_cut_by_drift_merge_only_with_the_drift_split_test() {
     for (shifts, merges) in [(moving, 1), (still, 0)] {
         let estimate = DriftEstimate::from_shifts(shifts, vec![1000.0]);
         let test = DriftSplit::new(&estimate, &y, 60_000, 5.0, 0.5);
-        for drift in [None, Some(&test)] {
+        for drift in [None, Some(test)] {
             let (mut spikes, mut clusters, mut units) = drift_phases();
             let truth: Vec<bool> = clusters.iter().map(|&c| c < 2).collect();
             let report = merge_units(
@@ -347,9 +350,7 @@ fn parts_of_a_unit_cut_by_drift_merge_only_with_the_drift_split_test() {
                 &mut units,
                 C,
                 &wtw,
-                FS,
-                &settings,
-                drift,
+                &rules(&settings, drift),
             )
             .unwrap();
             let want = if drift.is_some() { merges } else { 0 };
@@ -385,9 +386,7 @@ fn merge_units_refuses_inconsistent_input() {
         &mut units,
         C,
         &wtw,
-        FS,
-        &settings,
-        None,
+        &rules(&settings, None),
     );
     assert!(matches!(r, Err(Error::Input { .. })), "{r:?}");
     let r = merge_units(
@@ -396,9 +395,10 @@ fn merge_units_refuses_inconsistent_input() {
         &mut units,
         C,
         &wtw,
-        0.0,
-        &settings,
-        None,
+        &MergeRules {
+            sample_rate: 0.0,
+            ..rules(&settings, None)
+        },
     );
     assert!(matches!(r, Err(Error::Setting { .. })), "{r:?}");
     spikes.score.pop();
@@ -408,9 +408,7 @@ fn merge_units_refuses_inconsistent_input() {
         &mut units,
         C,
         &wtw,
-        FS,
-        &settings,
-        None,
+        &rules(&settings, None),
     );
     assert!(matches!(r, Err(Error::Input { .. })), "{r:?}");
     // No spikes: nothing to do.
@@ -421,9 +419,7 @@ fn merge_units_refuses_inconsistent_input() {
         &mut units,
         C,
         &wtw,
-        FS,
-        &settings,
-        None,
+        &rules(&settings, None),
     )
     .unwrap();
     assert_eq!((report.merges, report.units_after), (0, 1));
