@@ -96,6 +96,8 @@ SETTING_DESCRIPTIONS = {
     "drift_split_overlap": "dspk: the merges also join units of template similarity >= 0.8 "
     "whose spikes fell at different drift shifts, sharing at most this much of them (None: "
     "Kilosort's merges only)",
+    "min_isi_ms": "dspk: a unit's spikes closer than this (ms) are one spike, the larger kept "
+    "(None: off; the EMUsort preset: 2.5)",
 }
 
 #: SpikeInterface's parameters beside the settings.

@@ -430,7 +430,7 @@ DIR/params.py) and SpikeInterface's read_phy open:
 
 Settings (KEY = default):
 {settings}
-What each does: Kilosort4's documentation, and docs/KILOSORT4.md in dspk's repository. Nine
+What each does: Kilosort4's documentation, and docs/KILOSORT4.md in dspk's repository. Ten
 are dspk's own, not Kilosort4's: templates_file (wTEMP/wPCA .npz when templates_from_data is
 false), templates_seed, resident_bytes (device memory that keeps the recording on the device
 between passes; null: all but a reserve for the passes' scratch, 1/8 of the device and at
@@ -441,7 +441,8 @@ clustering; null: on for probes whose channels fall in at most 4 clustering grou
 max_cluster_spikes (a larger clustering group clusters this many spikes and assigns the rest;
 null: every spike), drift_split_overlap (the merges also join units of similarity >= 0.8 whose
 spikes fell at different drift shifts, sharing at most this much of them; null: Kilosort's
-merges only).
+merges only), min_isi_ms (a unit's spikes closer than this are one spike, the larger kept;
+null: off; the EMUsort preset: 2.5).
 
 {RECORDINGS}
 

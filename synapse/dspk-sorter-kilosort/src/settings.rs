@@ -195,6 +195,13 @@ pub struct KilosortSettings {
     /// different times, which Kilosort's cross-correlogram test cannot join (see
     /// `docs/decisions`). `None`: Kilosort's merges only; no effect without drift correction.
     pub drift_split_overlap: Option<f64>,
+    /// Ours: a unit's two spikes closer than this (ms) are one spike, and the one of larger
+    /// amplitude (the norm of its features) is kept; applied after `duplicate_spike_ms`, which
+    /// keeps the first. Matching a template shorter than the waveform (EMG motor unit
+    /// potentials last 2-4 ms, the template 2 ms) finds the rest of the waveform again a
+    /// template's length later, and a unit then holds a second, smaller spike beside most of
+    /// its spikes (see `docs/decisions`). `None`: off (Kilosort); the EMUsort preset: 2.5.
+    pub min_isi_ms: Option<f64>,
 }
 
 impl Default for KilosortSettings {
@@ -257,6 +264,7 @@ impl Default for KilosortSettings {
             min_split_points_per_feature: None,
             max_cluster_spikes: Some(25_000),
             drift_split_overlap: Some(0.5),
+            min_isi_ms: None,
         }
     }
 }
@@ -308,6 +316,8 @@ impl KilosortSettings {
             max_cluster_spikes: None,
             // EMUsort's merges are Kilosort 4.0.18's (and the preset corrects no drift).
             drift_split_overlap: None,
+            // Measured on the bench's EMG cases (decision 0006).
+            min_isi_ms: Some(2.5),
             ..Self::default()
         }
     }
@@ -493,6 +503,14 @@ impl KilosortSettings {
                      cluster_downsampling = {} (at least {landmarks})",
                     self.cluster_neighbors, self.cluster_downsampling
                 ),
+            );
+        }
+        if let Some(ms) = self.min_isi_ms
+            && !(ms.is_finite() && ms >= 0.0)
+        {
+            return bad(
+                "min_isi_ms",
+                format!("must be at least 0 when given, got {ms}"),
             );
         }
         if let Some(overlap) = self.drift_split_overlap

@@ -20,8 +20,11 @@ pub(crate) const PC_CHANNELS: usize = 10;
 ///
 /// * Duplicates: walking the spikes in order, a unit's spike is kept iff its sample is at least
 ///   the unit's last kept sample plus `floor(duplicate_spike_ms · fs / 1000)`; a unit's first
-///   spike is always kept. `kept` covers every input spike; every other per-spike field holds
-///   the kept spikes only, in input order.
+///   spike is always kept. Then, with `min_isi_ms` (dspk's own), walking each unit's kept
+///   spikes in order, a spike closer than `floor(min_isi_ms · fs / 1000)` samples to the unit's
+///   previous surviving spike is one spike with it: the one of larger amplitude (the norm of
+///   its features; the earlier on a tie) survives. `kept` covers every input spike; every
+///   other per-spike field holds the kept spikes only, in input order.
 /// * Units with no kept spike are dropped and the rest numbered consecutively by old id.
 /// * Labels: [`acg_refractory`] with `acg_threshold` on each unit's kept samples over
 ///   `sample_rate` ([`UnitLabel::Good`] iff refractory), `contamination_pct = 100 R12`.
@@ -47,8 +50,8 @@ pub(crate) const PC_CHANNELS: usize = 10;
 /// [`Error::Input`] when the spikes' fields disagree in length or are not in time order, a
 /// spike's unit or template is out of range, the channel lists disagree with the spikes or the
 /// probe, `units` is not whole `[C, P]` templates or holds a non-finite value, or `wpca` is not
-/// whole rows of `nt`; [`Error::Setting`] when `sample_rate`, `nt0min`, `duplicate_spike_ms`
-/// or `position_limit` is out of range.
+/// whole rows of `nt`; [`Error::Setting`] when `sample_rate`, `nt0min`, `duplicate_spike_ms`,
+/// `min_isi_ms` or `position_limit` is out of range.
 #[expect(
     clippy::too_many_arguments,
     reason = "the inputs are the outputs of separate stages; a struct would only rename them"
@@ -76,7 +79,7 @@ pub(crate) fn finish_sorting(
 
     // Duplicates, and the units that keep a spike.
     let mut last_kept: Vec<Option<i64>> = vec![None; n_units];
-    let kept: Vec<bool> = spikes
+    let mut kept: Vec<bool> = spikes
         .sample
         .iter()
         .zip(clusters)
@@ -89,6 +92,10 @@ pub(crate) fn finish_sorting(
             keep
         })
         .collect();
+    if let Some(min_isi_ms) = settings.min_isi_ms {
+        let min_isi = (min_isi_ms * sample_rate / 1000.0).floor() as i64;
+        keep_larger_within(spikes, clusters, n_units, min_isi, &mut kept);
+    }
     let survivors: Vec<usize> = (0..n_units).filter(|&k| last_kept[k].is_some()).collect();
     let mut new_id = vec![u32::MAX; n_units];
     for (i, &k) in survivors.iter().enumerate() {
@@ -267,6 +274,14 @@ fn check_settings(
             reason: format!("must be at least 0, got {}", settings.duplicate_spike_ms),
         });
     }
+    if let Some(min_isi_ms) = settings.min_isi_ms
+        && !(min_isi_ms.is_finite() && min_isi_ms >= 0.0)
+    {
+        return Err(Error::Setting {
+            name: "min_isi_ms",
+            reason: format!("must be at least 0 when given, got {min_isi_ms}"),
+        });
+    }
     if !(settings.position_limit.is_finite() && settings.position_limit >= 0.0) {
         return Err(Error::Setting {
             name: "position_limit",
@@ -274,6 +289,37 @@ fn check_settings(
         });
     }
     Ok(())
+}
+
+/// Of two kept spikes of one unit closer than `min_isi` samples (the later one against the
+/// unit's previous surviving spike, in time order), unmarks in `kept` the one of smaller
+/// feature norm (the later on a tie). `spikes` is in time order.
+fn keep_larger_within(
+    spikes: &MatchedSpikes,
+    clusters: &[u32],
+    n_units: usize,
+    min_isi: i64,
+    kept: &mut [bool],
+) {
+    let mut last: Vec<Option<(usize, f64)>> = vec![None; n_units];
+    for m in 0..spikes.len() {
+        if !kept[m] {
+            continue;
+        }
+        let size = norm(spikes.features_of(m));
+        let previous = &mut last[clusters[m] as usize];
+        match *previous {
+            Some((l, l_size)) if spikes.sample[m] - spikes.sample[l] < min_isi => {
+                if size > l_size {
+                    kept[l] = false;
+                    *previous = Some((m, size));
+                } else {
+                    kept[m] = false;
+                }
+            }
+            _ => *previous = Some((m, size)),
+        }
+    }
 }
 
 /// Frobenius norm, summed in `f64`.

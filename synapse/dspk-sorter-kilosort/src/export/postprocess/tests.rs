@@ -105,6 +105,43 @@ fn duplicates_within_the_window_are_dropped_per_unit() {
 }
 
 #[test]
+fn min_isi_keeps_the_larger_of_close_spikes_per_unit() {
+    // Unit 0: 0 (norm 1), 40 (norm 3), 70 (norm 2), 200 (norm 1), 230 (norm 1); unit 1 at 50
+    // does not interrupt unit 0. 2.5 ms at 30 kHz: 75 samples.
+    let (mut spikes, clusters) = spikes_of(&[vec![0, 40, 70, 200, 230], vec![50]], &FEATS);
+    let scales = [1.0f32, 3.0, 1.0, 2.0, 1.0, 1.0];
+    for (m, &s) in scales.iter().enumerate() {
+        for v in &mut spikes.features[m * 8..(m + 1) * 8] {
+            *v *= s;
+        }
+    }
+    let units = [unit(1.0), unit(2.0)].concat();
+    let settings = KilosortSettings {
+        min_isi_ms: Some(2.5),
+        ..KilosortSettings::default()
+    };
+    let s = finish(&spikes, &clusters, &units, &settings).unwrap();
+    // 40 beats 0; 70 is within 75 of 40 and smaller; 200 is far; 230 ties with 200: the
+    // earlier stays.
+    assert_eq!(s.trains(), vec![vec![40, 200], vec![50]]);
+    assert_eq!(s.kept, vec![false, true, true, false, true, false]);
+    // Off (Kilosort): every spike stays.
+    let s = finish(&spikes, &clusters, &units, &KilosortSettings::default()).unwrap();
+    assert_eq!(s.trains(), vec![vec![0, 40, 70, 200, 230], vec![50]]);
+    let bad = KilosortSettings {
+        min_isi_ms: Some(f64::NAN),
+        ..KilosortSettings::default()
+    };
+    assert!(matches!(
+        finish(&spikes, &clusters, &units, &bad),
+        Err(Error::Setting {
+            name: "min_isi_ms",
+            ..
+        })
+    ));
+}
+
+#[test]
 fn refractory_units_are_good_and_poisson_units_are_mua() {
     let settings = KilosortSettings::default();
     let to_samples = |t: Vec<f64>| {
