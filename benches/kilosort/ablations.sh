@@ -4,7 +4,8 @@
 # (min_cluster_group=1000: groups under 1 000 spikes are one cluster), with Kilosort 4.1.7's
 # merge tree (tree_cross_refractory=false), with both, and without the drift-split merges
 # (drift_split_overlap=null); each scored by the bench tools' score.py. docs/ACCURACY.md's
-# ablation tables come from this script's output.
+# H200 ablation table comes from this script's output (its cpu-runtime table of the drift-split
+# merges ran the same `dspk sort` commands by hand, with DSPK_RUNTIME=cpu).
 #
 #   [VARIANTS="ours nodriftsplit"] benches/kilosort/ablations.sh BENCH_TOOLS DSPK_BINARY WORK_DIR [CASE...]
 #
