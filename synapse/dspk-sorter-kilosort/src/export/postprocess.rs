@@ -363,7 +363,7 @@ fn position(
 
 /// The `n` channels of largest feature norm of a `[C, P]` template, largest first (ties: lower
 /// channel first).
-fn strongest_channels(w: &[f32], p: usize, n: usize) -> Vec<u32> {
+pub(crate) fn strongest_channels(w: &[f32], p: usize, n: usize) -> Vec<u32> {
     let power: Vec<f64> = w
         .chunks_exact(p)
         .map(|row| row.iter().map(|&v| f64::from(v) * f64::from(v)).sum())

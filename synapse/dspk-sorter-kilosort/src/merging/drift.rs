@@ -12,6 +12,7 @@
 //! bench case in `docs/ACCURACY.md`).
 
 use crate::drift::DriftEstimate;
+use crate::export::postprocess::strongest_channels;
 
 /// The similarity two units need for the drift-split test. On the public 384-channel bench
 /// case, 39 of the 40 pairs of clusters of different true units at similarity >= 0.5
@@ -92,20 +93,12 @@ impl<'a> DriftSplit<'a> {
     /// first of equals), 0 for a template on no channel.
     pub fn depth(&self, template: &[f32]) -> f64 {
         let p = template.len() / self.channel_y.len().max(1);
-        let energy = |c: usize| -> f64 {
-            template[c * p..(c + 1) * p]
-                .iter()
-                .map(|&v| f64::from(v) * f64::from(v))
-                .sum()
-        };
-        let best = (0..self.channel_y.len()).fold(None, |best: Option<(usize, f64)>, c| {
-            let e = energy(c);
-            match best {
-                Some((_, top)) if top >= e => best,
-                _ => Some((c, e)),
-            }
-        });
-        best.map_or(0.0, |(c, _)| f64::from(self.channel_y[c]))
+        if p == 0 {
+            return 0.0;
+        }
+        strongest_channels(template, p, 1)
+            .first()
+            .map_or(0.0, |&c| f64::from(self.channel_y[c as usize]))
     }
 
     /// Whether units `a` and `b` (spike indices into `sample`), of template similarity
