@@ -98,6 +98,8 @@ SETTING_DESCRIPTIONS = {
     "Kilosort's merges only)",
     "min_isi_ms": "dspk: a unit's spikes closer than this (ms) are one spike, the larger kept "
     "(None: off; the EMUsort preset: 2.5)",
+    "shadow_ms": "dspk: a unit whose spikes mostly lie within this (ms) of larger units' "
+    "spikes, beyond chance, is removed as their shadow (None: off)",
 }
 
 #: SpikeInterface's parameters beside the settings.

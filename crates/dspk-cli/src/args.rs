@@ -430,7 +430,7 @@ DIR/params.py) and SpikeInterface's read_phy open:
 
 Settings (KEY = default):
 {settings}
-What each does: Kilosort4's documentation, and docs/KILOSORT4.md in dspk's repository. Ten
+What each does: Kilosort4's documentation, and docs/KILOSORT4.md in dspk's repository. Eleven
 are dspk's own, not Kilosort4's: templates_file (wTEMP/wPCA .npz when templates_from_data is
 false), templates_seed, resident_bytes (device memory that keeps the recording on the device
 between passes; null: all but a reserve for the passes' scratch, 1/8 of the device and at
@@ -442,7 +442,8 @@ max_cluster_spikes (a larger clustering group clusters this many spikes and assi
 null: every spike), drift_split_overlap (the merges also join units of similarity >= 0.8 whose
 spikes fell at different drift shifts, sharing at most this much of them; null: Kilosort's
 merges only), min_isi_ms (a unit's spikes closer than this are one spike, the larger kept;
-null: off; the EMUsort preset: 2.5).
+null: off; the EMUsort preset: 2.5), shadow_ms (a unit whose spikes mostly lie within this of
+larger units' spikes, beyond chance, is removed as their shadow; null: off).
 
 {RECORDINGS}
 

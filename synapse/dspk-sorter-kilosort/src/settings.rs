@@ -202,6 +202,14 @@ pub struct KilosortSettings {
     /// template's length later, and a unit then holds a second, smaller spike beside most of
     /// its spikes (see `docs/decisions`). `None`: off (Kilosort); the EMUsort preset: 2.5.
     pub min_isi_ms: Option<f64>,
+    /// Ours: a unit most of whose spikes lie within this (ms) of the spikes of larger units
+    /// that it follows beyond chance is removed, a shadow of them: what a larger unit's spike
+    /// leaves after its template is peeled (or its far field beyond the template's channels)
+    /// passes a lower threshold on a weaker template a few samples away. At least half of the
+    /// unit's spikes must lie that close to a partner's, and a partner is a larger unit that
+    /// shares this with at least a tenth of the unit's spikes more than chance (see
+    /// `docs/decisions`). `None`: off (Kilosort keeps them).
+    pub shadow_ms: Option<f64>,
 }
 
 impl Default for KilosortSettings {
@@ -265,6 +273,7 @@ impl Default for KilosortSettings {
             max_cluster_spikes: Some(25_000),
             drift_split_overlap: Some(0.5),
             min_isi_ms: None,
+            shadow_ms: Some(1.0),
         }
     }
 }
@@ -512,6 +521,11 @@ impl KilosortSettings {
                 "min_isi_ms",
                 format!("must be at least 0 when given, got {ms}"),
             );
+        }
+        if let Some(ms) = self.shadow_ms
+            && !(ms.is_finite() && ms >= 0.0)
+        {
+            return bad("shadow_ms", format!("must be at least 0 when given, got {ms}"));
         }
         if let Some(overlap) = self.drift_split_overlap
             && !(0.0..=1.0).contains(&overlap)

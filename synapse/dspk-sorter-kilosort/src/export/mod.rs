@@ -6,6 +6,7 @@ pub mod phy;
 pub(crate) mod postprocess;
 pub(crate) mod quality;
 pub mod score;
+pub(crate) mod shadows;
 pub mod sorting;
 pub mod summary;
 

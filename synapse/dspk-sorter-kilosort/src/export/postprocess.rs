@@ -5,6 +5,7 @@
 //! Host code, one pass over the spikes per step.
 
 use crate::algorithms::ccg::acg_refractory;
+use crate::export::shadows::shadow_units;
 use crate::export::sorting::{Sorting, UnitLabel};
 use crate::merging::{WtW, check_spikes, similarity_matrix};
 use crate::spikes::{LearnedChannels, MatchedSpikes};
@@ -25,6 +26,9 @@ pub(crate) const PC_CHANNELS: usize = 10;
 ///   previous surviving spike is one spike with it: the one of larger amplitude (the norm of
 ///   its features; the earlier on a tie) survives. `kept` covers every input spike; every
 ///   other per-spike field holds the kept spikes only, in input order.
+/// * Shadows: with `shadow_ms` (dspk's own), the units [`shadow_units`] finds in the kept
+///   spikes, with a window of `floor(shadow_ms · fs / 1000)` samples and each unit's size the
+///   norm of its `Wall` row, lose every spike; their number is `Sorting::shadow_units`.
 /// * Units with no kept spike are dropped and the rest numbered consecutively by old id.
 /// * Labels: [`acg_refractory`] with `acg_threshold` on each unit's kept samples over
 ///   `sample_rate` ([`UnitLabel::Good`] iff refractory), `contamination_pct = 100 R12`.
@@ -51,7 +55,7 @@ pub(crate) const PC_CHANNELS: usize = 10;
 /// spike's unit or template is out of range, the channel lists disagree with the spikes or the
 /// probe, `units` is not whole `[C, P]` templates or holds a non-finite value, or `wpca` is not
 /// whole rows of `nt`; [`Error::Setting`] when `sample_rate`, `nt0min`, `duplicate_spike_ms`,
-/// `min_isi_ms` or `position_limit` is out of range.
+/// `min_isi_ms`, `shadow_ms` or `position_limit` is out of range.
 #[expect(
     clippy::too_many_arguments,
     reason = "the inputs are the outputs of separate stages; a struct would only rename them"
@@ -96,7 +100,28 @@ pub(crate) fn finish_sorting(
         let min_isi = (min_isi_ms * sample_rate / 1000.0).floor() as i64;
         keep_larger_within(spikes, clusters, n_units, min_isi, &mut kept);
     }
-    let survivors: Vec<usize> = (0..n_units).filter(|&k| last_kept[k].is_some()).collect();
+    let mut shadows = 0;
+    if let Some(shadow_ms) = settings.shadow_ms {
+        let window = (shadow_ms * sample_rate / 1000.0).floor() as i64;
+        let sizes: Vec<f64> = units.chunks_exact(c * p).map(norm).collect();
+        let shadow = shadow_units(
+            &spikes.sample,
+            clusters,
+            &kept,
+            &sizes,
+            window,
+            num_samples,
+        );
+        shadows = shadow.iter().filter(|&&s| s).count();
+        for (k, &u) in kept.iter_mut().zip(clusters) {
+            *k &= !shadow[u as usize];
+        }
+    }
+    let mut has_spike = vec![false; n_units];
+    for (&k, &u) in kept.iter().zip(clusters) {
+        has_spike[u as usize] |= k;
+    }
+    let survivors: Vec<usize> = (0..n_units).filter(|&k| has_spike[k]).collect();
     let mut new_id = vec![u32::MAX; n_units];
     for (i, &k) in survivors.iter().enumerate() {
         new_id[k] = i as u32;
@@ -119,6 +144,7 @@ pub(crate) fn finish_sorting(
         nt0min,
         p,
         pc_channels,
+        shadow_units: shadows,
         ..Sorting::default()
     };
     let limit2 = settings.position_limit * settings.position_limit;
@@ -280,6 +306,14 @@ fn check_settings(
         return Err(Error::Setting {
             name: "min_isi_ms",
             reason: format!("must be at least 0 when given, got {min_isi_ms}"),
+        });
+    }
+    if let Some(shadow_ms) = settings.shadow_ms
+        && !(shadow_ms.is_finite() && shadow_ms >= 0.0)
+    {
+        return Err(Error::Setting {
+            name: "shadow_ms",
+            reason: format!("must be at least 0 when given, got {shadow_ms}"),
         });
     }
     if !(settings.position_limit.is_finite() && settings.position_limit >= 0.0) {

@@ -69,6 +69,8 @@ pub struct Sorting {
     pub unit_amplitudes: Vec<f32>,
     /// `[units, units]` template similarity, the maximum over lags (`similar_templates.npy`).
     pub similar_templates: Vec<f32>,
+    /// Units removed as shadows of larger units (`shadow_ms`), not among `labels`.
+    pub shadow_units: usize,
 }
 
 impl Sorting {

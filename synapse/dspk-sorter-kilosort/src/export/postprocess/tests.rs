@@ -53,6 +53,15 @@ fn unit(scale: f32) -> Vec<f32> {
         .collect()
 }
 
+/// The default settings without shadow removal: the few spikes of these tests lie within
+/// `shadow_ms` of each other.
+fn no_shadows() -> KilosortSettings {
+    KilosortSettings {
+        shadow_ms: None,
+        ..KilosortSettings::default()
+    }
+}
+
 fn finish(
     spikes: &MatchedSpikes,
     clusters: &[u32],
@@ -77,7 +86,7 @@ fn finish(
 
 #[test]
 fn duplicates_within_the_window_are_dropped_per_unit() {
-    let settings = KilosortSettings::default();
+    let settings = no_shadows();
     // 0.25 ms at 30 kHz: 7 samples. Unit 1's spikes in between do not reset unit 0's window.
     let (spikes, clusters) = spikes_of(&[vec![0, 3, 7, 8, 14, 20, 21], vec![1, 2, 9]], &FEATS);
     let s = finish(
@@ -98,7 +107,7 @@ fn duplicates_within_the_window_are_dropped_per_unit() {
     // A wider window: 0.5 ms = 15 samples.
     let wide = KilosortSettings {
         duplicate_spike_ms: 0.5,
-        ..KilosortSettings::default()
+        ..no_shadows()
     };
     let s = finish(&spikes, &clusters, &[unit(1.0), unit(2.0)].concat(), &wide).unwrap();
     assert_eq!(s.trains(), vec![vec![0, 20], vec![1]]);
@@ -118,7 +127,7 @@ fn min_isi_keeps_the_larger_of_close_spikes_per_unit() {
     let units = [unit(1.0), unit(2.0)].concat();
     let settings = KilosortSettings {
         min_isi_ms: Some(2.5),
-        ..KilosortSettings::default()
+        ..no_shadows()
     };
     let s = finish(&spikes, &clusters, &units, &settings).unwrap();
     // 40 beats 0; 70 is within 75 of 40 and smaller; 200 is far; 230 ties with 200: the
@@ -126,11 +135,11 @@ fn min_isi_keeps_the_larger_of_close_spikes_per_unit() {
     assert_eq!(s.trains(), vec![vec![40, 200], vec![50]]);
     assert_eq!(s.kept, vec![false, true, true, false, true, false]);
     // Off (Kilosort): every spike stays.
-    let s = finish(&spikes, &clusters, &units, &KilosortSettings::default()).unwrap();
+    let s = finish(&spikes, &clusters, &units, &no_shadows()).unwrap();
     assert_eq!(s.trains(), vec![vec![0, 40, 70, 200, 230], vec![50]]);
     let bad = KilosortSettings {
         min_isi_ms: Some(f64::NAN),
-        ..KilosortSettings::default()
+        ..no_shadows()
     };
     assert!(matches!(
         finish(&spikes, &clusters, &units, &bad),
@@ -142,8 +151,37 @@ fn min_isi_keeps_the_larger_of_close_spikes_per_unit() {
 }
 
 #[test]
+fn shadow_units_lose_their_spikes_and_the_rest_are_renumbered() {
+    // Unit 1 (the smallest) repeats unit 2's spikes 6 samples later; unit 0 fires on its own.
+    let big: Vec<i64> = (0..200).map(|k| 1_000 + k * 4_000).collect();
+    let own: Vec<i64> = (0..150).map(|k| 2_500 + k * 5_300).collect();
+    let shadow: Vec<i64> = big.iter().map(|t| t + 6).collect();
+    let (spikes, clusters) = spikes_of(&[own, shadow, big.clone()], &FEATS);
+    let units = [unit(1.0), unit(0.5), unit(3.0)].concat();
+    let s = finish(&spikes, &clusters, &units, &KilosortSettings::default()).unwrap();
+    assert_eq!(s.shadow_units, 1);
+    assert_eq!(s.num_units(), 2);
+    assert_eq!(s.trains()[1], big);
+    assert_eq!(s.kept.iter().filter(|&&k| k).count(), 350);
+    // Off: all three units stay.
+    let s = finish(&spikes, &clusters, &units, &no_shadows()).unwrap();
+    assert_eq!((s.shadow_units, s.num_units()), (0, 3));
+    let bad = KilosortSettings {
+        shadow_ms: Some(-1.0),
+        ..KilosortSettings::default()
+    };
+    assert!(matches!(
+        finish(&spikes, &clusters, &units, &bad),
+        Err(Error::Setting {
+            name: "shadow_ms",
+            ..
+        })
+    ));
+}
+
+#[test]
 fn refractory_units_are_good_and_poisson_units_are_mua() {
-    let settings = KilosortSettings::default();
+    let settings = no_shadows();
     let to_samples = |t: Vec<f64>| {
         t.iter()
             .map(|s| (s * FS).round() as i64)
@@ -170,7 +208,7 @@ fn refractory_units_are_good_and_poisson_units_are_mua() {
 
 #[test]
 fn positions_weigh_the_channels_near_the_best_one() {
-    let settings = KilosortSettings::default();
+    let settings = no_shadows();
     let (spikes, clusters) = spikes_of(&[vec![100]], &FEATS);
     let s = finish(&spikes, &clusters, &unit(1.0), &settings).unwrap();
     // Channel 3 is 180 µm from the best channel (1) and left out; weights 3, 1, 2 on channels
@@ -183,7 +221,7 @@ fn positions_weigh_the_channels_near_the_best_one() {
     // A limit that takes in channel 3 too.
     let far = KilosortSettings {
         position_limit: 250.0,
-        ..KilosortSettings::default()
+        ..no_shadows()
     };
     let s = finish(&spikes, &clusters, &unit(1.0), &far).unwrap();
     let [x, y] = s.spike_positions[0];
@@ -196,7 +234,7 @@ fn positions_weigh_the_channels_near_the_best_one() {
 
 #[test]
 fn every_field_has_its_shape_and_units_without_spikes_are_gone() {
-    let settings = KilosortSettings::default();
+    let settings = no_shadows();
     // Unit 1 has no spike: units 0 and 2 become 0 and 1.
     let (spikes, clusters) = spikes_of(&[vec![10, 40], vec![], vec![25]], &FEATS);
     let units = [unit(1.0), unit(7.0), unit(-2.0)].concat();
@@ -238,7 +276,7 @@ fn every_field_has_its_shape_and_units_without_spikes_are_gone() {
 
 #[test]
 fn spikes_without_a_feature_on_a_unit_channel_get_zeros() {
-    let settings = KilosortSettings::default();
+    let settings = no_shadows();
     let (mut spikes, clusters) = spikes_of(&[vec![5]], &FEATS);
     // Give the spike's template only channels 1, 0, 2 and a far one it shares with nobody.
     let mut chans = channels(1);
@@ -272,7 +310,7 @@ fn spikes_without_a_feature_on_a_unit_channel_get_zeros() {
 
 #[test]
 fn no_spikes_give_an_empty_sorting() {
-    let settings = KilosortSettings::default();
+    let settings = no_shadows();
     let spikes = MatchedSpikes::new(4, P);
     let s = finish(&spikes, &[], &[unit(1.0), unit(2.0)].concat(), &settings).unwrap();
     assert_eq!((s.num_spikes(), s.num_units()), (0, 0));
@@ -285,7 +323,7 @@ fn no_spikes_give_an_empty_sorting() {
 
 #[test]
 fn bad_input_is_refused() {
-    let settings = KilosortSettings::default();
+    let settings = no_shadows();
     let (mut spikes, clusters) = spikes_of(&[vec![5, 9]], &FEATS);
     let units = unit(1.0);
     assert!(matches!(
@@ -306,7 +344,7 @@ fn bad_input_is_refused() {
     spikes.template[1] = 0;
     let bad = KilosortSettings {
         duplicate_spike_ms: f64::NAN,
-        ..KilosortSettings::default()
+        ..no_shadows()
     };
     assert!(matches!(
         finish(&spikes, &clusters, &units, &bad),
