@@ -2,12 +2,11 @@
 # Decision 0005's departures from Kilosort 4.1.7 measured one at a time: dspk's sort of the
 # ground-truth bench's recordings with its defaults, with Kilosort's group rule
 # (min_cluster_group=1000: groups under 1 000 spikes are one cluster), with Kilosort 4.1.7's
-# merge tree (tree_cross_refractory=false), with both, and without the drift-split merges
-# (drift_split_overlap=null); each scored by the bench tools' score.py. docs/ACCURACY.md's
-# H200 ablation table comes from this script's output (its cpu-runtime table of the drift-split
-# merges ran the same `dspk sort` commands by hand, with DSPK_RUNTIME=cpu).
+# merge tree (tree_cross_refractory=false), with both, without the drift-split merges
+# (drift_split_overlap=null) and without shadow removal (shadow_ms=null); each scored by the
+# bench tools' score.py. docs/ACCURACY.md's ablation tables come from this script's output.
 #
-#   [VARIANTS="ours nodriftsplit"] benches/kilosort/ablations.sh BENCH_TOOLS DSPK_BINARY WORK_DIR [CASE...]
+#   [VARIANTS="ours noshadow"] [RUNTIME=cpu] benches/kilosort/ablations.sh BENCH_TOOLS DSPK_BINARY WORK_DIR [CASE...]
 #
 # BENCH_TOOLS: the folder with gen_ground_truth.py, score.py and wheels-cp312/; DSPK_BINARY: a
 # release build of the `dspk` command with the cuda runtime (`cargo build --release -p
@@ -15,7 +14,7 @@
 # there are reused). Cases (default all): gt64 (64 channels, 120 s, 16 units, static, seed 42),
 # gt384 (384 channels, 120 s, 96 units, zigzag, seed 7), gt384l (384 channels, 300 s, 120
 # units, zigzag, seed 11), and gt384s8, gt384s9 (gt384 with seeds 8 and 9). VARIANTS (default
-# all): which of ours, group1000, tree41, ks41, nodriftsplit run.
+# all): which of ours, group1000, tree41, ks41, nodriftsplit, noshadow run.
 set -euo pipefail
 BENCH=$(realpath "$1")
 SORT=$(realpath "$2")
@@ -42,8 +41,10 @@ declare -A VARIANTS=(
   [tree41]="--set tree_cross_refractory=false"
   [ks41]="--set min_cluster_group=1000 --set tree_cross_refractory=false"
   [nodriftsplit]="--set drift_split_overlap=null"
+  [noshadow]="--set shadow_ms=null"
 )
-VARIANTS_RUN=${VARIANTS:-ours group1000 tree41 ks41 nodriftsplit}
+VARIANTS_RUN=${VARIANTS:-ours group1000 tree41 ks41 nodriftsplit noshadow}
+RUNTIME=${RUNTIME:-cuda}
 
 # shellcheck disable=SC2068
 for case in ${CASES_RUN[@]}; do
@@ -56,7 +57,7 @@ for case in ${CASES_RUN[@]}; do
     rm -rf "$out"
     echo "=== $case: dspk, $variant (${VARIANTS[$variant]:-the defaults})"
     # shellcheck disable=SC2086
-    DSPK_RUNTIME=cuda timed "$case $variant" \
+    DSPK_RUNTIME=$RUNTIME timed "$case $variant" \
       "$SORT" sort "$dir/recording.bin" --probe "$dir/chanMap.json" --out "$out" ${VARIANTS[$variant]}
     python3 "$BENCH/score.py" "$out" --gt "$dir" --name "$case-$variant" 2>&1 | grep SUMMARY
   done

@@ -111,7 +111,8 @@ pub fn phy_params(info: &RecordingInfo, dat: Option<&PhyDat>) -> PhyParams {
 impl Sorted {
     /// What a finished sort of a recording of `recording_seconds` prints: a `stage` line per
     /// stage (its time and memory), the channel delays removed (EMUsort's preset), a
-    /// `warning:` line per warning of the sort, and `sorted:` with the units (good and mua), the spikes and the time against real time.
+    /// `warning:` line per warning of the sort, and `sorted:` with the units (good and mua, and
+    /// the shadow units removed), the spikes and the time against real time.
     #[must_use]
     pub fn report(&self, recording_seconds: f64) -> String {
         let (output, wall) = (&self.output, self.seconds);
@@ -135,10 +136,11 @@ impl Sorted {
             .count();
         let _ = writeln!(
             text,
-            "sorted:    {} units ({good} good, {} mua), {} spikes, in {wall:.1} s for \
-             {recording_seconds:.1} s of recording ({:.1}x real time)",
+            "sorted:    {} units ({good} good, {} mua; {} shadow units removed), {} spikes, in \
+             {wall:.1} s for {recording_seconds:.1} s of recording ({:.1}x real time)",
             sorting.num_units(),
             sorting.num_units() - good,
+            sorting.shadow_units,
             sorting.num_spikes(),
             recording_seconds / wall.max(f64::MIN_POSITIVE)
         );

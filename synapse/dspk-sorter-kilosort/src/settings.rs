@@ -21,8 +21,8 @@ pub enum ClipScaling {
     Global,
 }
 
-/// Every setting of the front half of the sort (preprocessing, drift, universal templates,
-/// detection), with Kilosort 4.1.7's defaults.
+/// Every setting of the sort, with Kilosort 4.1.7's defaults except where a field says
+/// "Ours" (dspk's own settings, and the two detection thresholds).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct KilosortSettings {
@@ -33,7 +33,9 @@ pub struct KilosortSettings {
     /// with `2n - 1` overlapping blocks along the probe.
     pub nblocks: usize,
     /// `Th_universal`: the universal-template score a spike must exceed (whitened units).
-    #[serde(rename = "Th_universal")]
+    /// Ours: 6 (Kilosort: 9), with `Th_learned` 5 (Kilosort: 8). Lower thresholds find
+    /// smaller units, and the clusters of spikes that larger units leave behind, which made
+    /// them costly in Kilosort, are removed as shadows (`shadow_ms`; see `docs/decisions`).
     pub th_universal: f32,
     /// `nt`: template length in samples (odd).
     pub nt: usize,
@@ -131,7 +133,8 @@ pub struct KilosortSettings {
     /// scratch ([`default_resident_budget`](crate::runner::default_resident_budget): 7/8 of an
     /// H200; off when the runtime reports none); `Some(0)`: off.
     pub resident_bytes: Option<u64>,
-    /// `Th_learned`: the learned-template score a matched spike must exceed.
+    /// `Th_learned`: the learned-template score a matched spike must exceed. Ours: 5
+    /// (Kilosort: 8; see `Th_universal`).
     #[serde(rename = "Th_learned")]
     pub th_learned: f32,
     /// `max_peels`: matching-pursuit rounds per batch.
@@ -217,7 +220,7 @@ impl Default for KilosortSettings {
         Self {
             batch_size: 60_000,
             nblocks: 1,
-            th_universal: 9.0,
+            th_universal: 6.0,
             nt: 61,
             nt0min: None,
             nskip: 25,
@@ -255,7 +258,7 @@ impl Default for KilosortSettings {
             templates_file: None,
             templates_seed: 1,
             resident_bytes: None,
-            th_learned: 8.0,
+            th_learned: 5.0,
             max_peels: 100,
             acg_threshold: 0.2,
             ccg_threshold: 0.25,

@@ -127,10 +127,13 @@ fn sort_probe(recording: &GroundTruthRecording) -> SortProbe {
     SortProbe::from_probe(recording.probe(), recording.info().num_channels(), &[]).unwrap()
 }
 
-/// Settings of the reference runs: Kilosort4's defaults, our closed-form universal templates.
+/// Settings of the reference runs: Kilosort4's defaults (its thresholds too), our closed-form
+/// universal templates.
 fn reference_settings(nblocks: usize) -> KilosortSettings {
     KilosortSettings {
         nblocks,
+        th_universal: 9.0,
+        th_learned: 8.0,
         templates_from_data: false,
         templates_file: Some(reference_dir().join("universal_templates.npz")),
         ..KilosortSettings::default()

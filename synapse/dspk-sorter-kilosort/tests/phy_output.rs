@@ -147,6 +147,7 @@ fn sorting(units: usize, spikes: usize) -> Sorting {
         contamination_pct,
         unit_amplitudes,
         similar_templates,
+        shadow_units: 0,
     }
 }
 
