@@ -443,7 +443,8 @@ null: every spike), drift_split_overlap (the merges also join units of similarit
 spikes fell at different drift shifts, sharing at most this much of them; null: Kilosort's
 merges only), min_isi_ms (a unit's spikes closer than this are one spike, the larger kept;
 null: off; the EMUsort preset: 2.5), shadow_ms (a unit whose spikes mostly lie within this of
-larger units' spikes, beyond chance, is removed as their shadow; null: off).
+larger units' spikes, beyond chance, is removed as their shadow; null: off). Two of Kilosort's
+defaults differ: Th_universal 6 and Th_learned 5 (Kilosort: 9 and 8).
 
 {RECORDINGS}
 

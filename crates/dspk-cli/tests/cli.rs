@@ -70,7 +70,7 @@ fn help_explains_commands_recordings_and_settings() {
         let text = stdout(&output);
         for expected in [
             "--probe FILE",
-            "Th_learned = 8.0",
+            "Th_learned = 5.0",
             "nblocks = 1",
             "spike_times.npy",
         ] {

@@ -36,6 +36,7 @@ pub struct KilosortSettings {
     /// Ours: 6 (Kilosort: 9), with `Th_learned` 5 (Kilosort: 8). Lower thresholds find
     /// smaller units, and the clusters of spikes that larger units leave behind, which made
     /// them costly in Kilosort, are removed as shadows (`shadow_ms`; see `docs/decisions`).
+    #[serde(rename = "Th_universal")]
     pub th_universal: f32,
     /// `nt`: template length in samples (odd).
     pub nt: usize,
@@ -825,10 +826,9 @@ mod tests {
             (s.batch_size, s.nblocks, s.nskip, s.whitening_range),
             (60_000, 1, 25, 32)
         );
-        assert_eq!(
-            (s.th_universal, s.th_single_ch.as_slice()),
-            (9.0, &[6.0][..])
-        );
+        assert_eq!(s.th_single_ch.as_slice(), &[6.0][..]);
+        // Ours: the detection thresholds (Kilosort: 9 and 8).
+        assert_eq!((s.th_universal, s.th_learned), (6.0, 5.0));
     }
 
     #[test]
@@ -869,7 +869,7 @@ mod tests {
             ..KilosortSettings::default()
         };
         let json = s.to_json();
-        assert!(json.contains("\"Th_universal\": 9.0"), "{json}");
+        assert!(json.contains("\"Th_universal\": 6.0"), "{json}");
         assert!(json.contains("\"do_CAR\": true"), "{json}");
         assert_eq!(KilosortSettings::from_json(&json).unwrap(), s);
         // Missing names keep their defaults.
