@@ -1,5 +1,6 @@
 //! The sorter's settings: Kilosort4's names and defaults where it has them
-//! (`docs/KILOSORT4.md` §1.1), and ours for what goes beyond it.
+//! (`docs/KILOSORT4.md` §1.1; the two detection thresholds are lower), and ours for what goes
+//! beyond it.
 //!
 //! Written beside a run's output as JSON under Kilosort4's names (`Th_universal`, `nblocks`,
 //! ...); read back with [`KilosortSettings::from_json`]. Unknown names are an error, so a

@@ -28,7 +28,8 @@ pub(crate) const PC_CHANNELS: usize = 10;
 ///   other per-spike field holds the kept spikes only, in input order.
 /// * Shadows: with `shadow_ms` (dspk's own), the units [`shadow_units`] finds in the kept
 ///   spikes, with a window of `floor(shadow_ms · fs / 1000)` samples and each unit's size the
-///   norm of its `Wall` row, lose every spike; their number is `Sorting::shadow_units`.
+///   norm of its `Wall` row, and only units labelled good on their kept spikes (as below)
+///   casting shadows, lose every spike; their number is `Sorting::shadow_units`.
 /// * Units with no kept spike are dropped and the rest numbered consecutively by old id.
 /// * Labels: [`acg_refractory`] with `acg_threshold` on each unit's kept samples over
 ///   `sample_rate` ([`UnitLabel::Good`] iff refractory), `contamination_pct = 100 R12`.
@@ -104,11 +105,16 @@ pub(crate) fn finish_sorting(
     if let Some(shadow_ms) = settings.shadow_ms {
         let window = (shadow_ms * sample_rate / 1000.0).floor() as i64;
         let sizes: Vec<f64> = units.chunks_exact(c * p).map(norm).collect();
+        let refractory: Vec<bool> = unit_trains(spikes, clusters, &kept, n_units, sample_rate)
+            .iter()
+            .map(|train| acg_refractory(train, settings.acg_threshold).0)
+            .collect();
         let shadow = shadow_units(
             &spikes.sample,
             clusters,
             &kept,
             &sizes,
+            &refractory,
             window,
             num_samples,
         );
@@ -172,13 +178,9 @@ pub(crate) fn finish_sorting(
             }
         }
     }
+    let trains = unit_trains(spikes, clusters, &kept, n_units, sample_rate);
     sorting.kept = kept;
-
-    let mut trains: Vec<Vec<f64>> = vec![Vec::new(); survivors.len()];
-    for (&t, &u) in sorting.spike_times.iter().zip(&sorting.spike_clusters) {
-        trains[u as usize].push(t as f64 / sample_rate);
-    }
-    for train in &trains {
+    for train in survivors.iter().map(|&k| &trains[k]) {
         let (good, metrics) = acg_refractory(train, settings.acg_threshold);
         sorting.labels.push(if good {
             UnitLabel::Good
@@ -198,6 +200,21 @@ pub(crate) fn finish_sorting(
     sorting.unit_features = unit_features;
     sorting.pc_feature_ind = pc_feature_ind;
     Ok(sorting)
+}
+
+/// Each unit's kept spike times in seconds (by old unit id).
+fn unit_trains(
+    spikes: &MatchedSpikes,
+    clusters: &[u32],
+    kept: &[bool],
+    n_units: usize,
+    sample_rate: f64,
+) -> Vec<Vec<f64>> {
+    let mut trains: Vec<Vec<f64>> = vec![Vec::new(); n_units];
+    for m in (0..spikes.len()).filter(|&m| kept[m]) {
+        trains[clusters[m] as usize].push(spikes.sample[m] as f64 / sample_rate);
+    }
+    trains
 }
 
 /// Checks the shapes and ranges of the spikes, clusters, channel lists and units.

@@ -18,11 +18,12 @@ pub(crate) const SHADOW_SHARE: f64 = 0.5;
 
 /// Which units are shadows, from the spikes' samples (`samples`, in time order), their units
 /// (`clusters`), which spikes count (`kept`), each unit's size (`sizes`, the norm of its mean
-/// features; the order in which units are judged: larger first, the lower id on a tie), the
-/// `window` in samples and the recording's length in samples.
+/// features; the order in which units are judged: larger first, the lower id on a tie),
+/// whether each unit's kept train is refractory (`refractory`), the `window` in samples and
+/// the recording's length in samples.
 ///
 /// Units are judged from the largest down, each against the units judged before it and kept:
-/// a kept unit `a` is a partner of unit `b` when the share of `b`'s spikes with a spike of `a`
+/// a kept refractory unit `a` is a partner of unit `b` when the share of `b`'s spikes with a spike of `a`
 /// at most `window` samples away, minus chance (`min(1, n_a (2 window + 1) / num_samples)`),
 /// is at least [`SHADOW_EXCESS`]; `b` is a shadow when at least [`SHADOW_SHARE`] of its spikes
 /// have a spike of some partner that close. A unit without kept spikes is not a shadow.
@@ -34,6 +35,7 @@ pub(crate) fn shadow_units(
     clusters: &[u32],
     kept: &[bool],
     sizes: &[f64],
+    refractory: &[bool],
     window: i64,
     num_samples: u64,
 ) -> Vec<bool> {
@@ -54,6 +56,7 @@ pub(crate) fn shadow_units(
     order.sort_by(|&a, &b| sizes[b].total_cmp(&sizes[a]).then(a.cmp(&b)));
 
     let chance_per_spike = (2 * window.max(0) + 1) as f64 / num_samples.max(1) as f64;
+    // The units judged before and kept that may cast shadows (kept and refractory).
     let mut judged_kept = vec![false; n_units];
     let mut shadow = vec![false; n_units];
     let mut count = vec![0u32; n_units];
@@ -101,7 +104,7 @@ pub(crate) fn shadow_units(
             seen[a] = u32::MAX;
             partner[a] = false;
         }
-        judged_kept[b] = !shadow[b];
+        judged_kept[b] = !shadow[b] && refractory[b];
     }
     shadow
 }
@@ -164,7 +167,8 @@ mod tests {
     fn judge(trains: &[Vec<i64>], sizes: &[f64], window: i64, len: u64) -> Vec<bool> {
         let (samples, clusters) = merged(trains);
         let kept = vec![true; samples.len()];
-        shadow_units(&samples, &clusters, &kept, sizes, window, len)
+        let refractory = vec![true; sizes.len()];
+        shadow_units(&samples, &clusters, &kept, sizes, &refractory, window, len)
     }
 
     #[test]
@@ -231,8 +235,31 @@ mod tests {
         // Only a's spikes that are not kept lie near b's.
         let (samples, clusters) = merged(&[a, b]);
         let kept: Vec<bool> = clusters.iter().map(|&u| u == 1).collect();
-        let out = shadow_units(&samples, &clusters, &kept, &[9.0, 4.0], 31, len as u64);
+        let out = shadow_units(
+            &samples,
+            &clusters,
+            &kept,
+            &[9.0, 4.0],
+            &[true, true],
+            31,
+            len as u64,
+        );
         assert_eq!(out, vec![false, false]);
+    }
+
+    #[test]
+    fn a_unit_that_is_not_refractory_casts_no_shadow() {
+        // b repeats a's spikes, but a mixes several units (not refractory): b stays.
+        let len = 3_000_000;
+        let a = train(7, 400, 60, len);
+        let b: Vec<i64> = a.iter().map(|t| t + 3).collect();
+        let (samples, clusters) = merged(&[a, b]);
+        let kept = vec![true; samples.len()];
+        let judge_with = |refractory: &[bool]| {
+            shadow_units(&samples, &clusters, &kept, &[9.0, 4.0], refractory, 30, len as u64)
+        };
+        assert_eq!(judge_with(&[false, true]), vec![false, false]);
+        assert_eq!(judge_with(&[true, true]), vec![false, true]);
     }
 
     #[test]
