@@ -3,18 +3,20 @@
 # ground-truth bench's recordings with its defaults, with Kilosort's group rule
 # (min_cluster_group=1000: groups under 1 000 spikes are one cluster), with Kilosort 4.1.7's
 # merge tree (tree_cross_refractory=false), with both, without the drift-split merges
-# (drift_split_overlap=null) and without shadow removal (shadow_ms=null); each scored by the
+# (drift_split_overlap=null), without shadow removal (shadow_ms=null) and with Kilosort's
+# detection thresholds (Th_universal=9, Th_learned=8); each scored by the
 # bench tools' score.py. docs/ACCURACY.md's ablation tables come from this script's output.
 #
 #   [VARIANTS="ours noshadow"] [RUNTIME=cpu] benches/kilosort/ablations.sh BENCH_TOOLS DSPK_BINARY WORK_DIR [CASE...]
 #
 # BENCH_TOOLS: the folder with gen_ground_truth.py, score.py and wheels-cp312/; DSPK_BINARY: a
 # release build of the `dspk` command with the cuda runtime (`cargo build --release -p
-# dspk-cli --features cuda`); WORK_DIR: where recordings and outputs go (recordings already
+# dspk-cli --features cuda`), or of another runtime that RUNTIME names (DSPK_RUNTIME, default
+# cuda); WORK_DIR: where recordings and outputs go (recordings already
 # there are reused). Cases (default all): gt64 (64 channels, 120 s, 16 units, static, seed 42),
 # gt384 (384 channels, 120 s, 96 units, zigzag, seed 7), gt384l (384 channels, 300 s, 120
 # units, zigzag, seed 11), and gt384s8, gt384s9 (gt384 with seeds 8 and 9). VARIANTS (default
-# all): which of ours, group1000, tree41, ks41, nodriftsplit, noshadow run.
+# all): which of ours, group1000, tree41, ks41, nodriftsplit, noshadow, ksthresholds run.
 set -euo pipefail
 BENCH=$(realpath "$1")
 SORT=$(realpath "$2")
@@ -42,8 +44,9 @@ declare -A VARIANTS=(
   [ks41]="--set min_cluster_group=1000 --set tree_cross_refractory=false"
   [nodriftsplit]="--set drift_split_overlap=null"
   [noshadow]="--set shadow_ms=null"
+  [ksthresholds]="--set Th_universal=9 --set Th_learned=8"
 )
-VARIANTS_RUN=${VARIANTS:-ours group1000 tree41 ks41 nodriftsplit noshadow}
+VARIANTS_RUN=${VARIANTS:-ours group1000 tree41 ks41 nodriftsplit noshadow ksthresholds}
 RUNTIME=${RUNTIME:-cuda}
 
 # shellcheck disable=SC2068
