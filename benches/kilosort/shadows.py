@@ -46,8 +46,10 @@ def main():
     clusters = np.load(d / "spike_clusters.npy").ravel()
     sizes = np.linalg.norm(np.load(d / "templates.npy"), axis=(1, 2))
     with open(d / "cluster_KSLabel.tsv") as f:
-        good = {int(r[0]): r[1] == "good" for r in csv.reader(f, delimiter="\t") if r[0] != "cluster_id"}
-    rate = float(next(line.split("=")[1] for line in open(d / "params.py") if line.startswith("sample_rate")))
+        rows = [r for r in csv.reader(f, delimiter="\t") if r[0] != "cluster_id"]
+    good = {int(r[0]): r[1] == "good" for r in rows}
+    with open(d / "params.py") as f:
+        rate = float(next(line.split("=")[1] for line in f if line.startswith("sample_rate")))
     window = int(args.window_ms * rate / 1000)
     samples = times.max() + 1
     units = np.unique(clusters)
