@@ -211,9 +211,9 @@ pub struct KilosortSettings {
     /// that it follows beyond chance is removed, a shadow of them: what a larger unit's spike
     /// leaves after its template is peeled (or its far field beyond the template's channels)
     /// passes a lower threshold on a weaker template a few samples away. At least half of the
-    /// unit's spikes must lie that close to a partner's, and a partner is a larger unit that
-    /// shares this with at least a tenth of the unit's spikes more than chance (see
-    /// `docs/decisions`). `None`: off (Kilosort keeps them).
+    /// unit's spikes must lie that close to a partner's, and a partner is a larger, refractory
+    /// (`good`) unit that shares this with at least a tenth of the unit's spikes more than
+    /// chance (see `docs/decisions`). `None`: off (Kilosort keeps them).
     pub shadow_ms: Option<f64>,
 }
 
