@@ -48,7 +48,8 @@ pub(crate) const PC_CHANNELS: usize = 10;
 ///   unit only.)
 ///
 /// Host memory: 1 byte per input spike (`kept`) and, per kept spike, `28 + 4 P PC_CHANNELS`
-/// bytes of output (268 at `P = 6`) plus 8 bytes of trains while labelling.
+/// bytes of output (268 at `P = 6`) plus 8 bytes of trains while labelling, and with
+/// `shadow_ms` 24 bytes while judging shadows.
 ///
 /// # Errors
 ///

@@ -28,8 +28,8 @@ pub(crate) const SHADOW_SHARE: f64 = 0.5;
 /// is at least [`SHADOW_EXCESS`]; `b` is a shadow when at least [`SHADOW_SHARE`] of its spikes
 /// have a spike of some partner that close. A unit without kept spikes is not a shadow.
 ///
-/// Cost: two scans over each spike's neighbours within the window; host memory 4 bytes per
-/// kept spike and 13 bytes per unit.
+/// Cost: two scans over each spike's neighbours within the window; host memory 16 bytes per
+/// kept spike (its sample, unit and place in its unit's list) and 13 bytes per unit.
 pub(crate) fn shadow_units(
     samples: &[i64],
     clusters: &[u32],
