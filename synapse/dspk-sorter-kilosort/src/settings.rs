@@ -530,7 +530,10 @@ impl KilosortSettings {
         if let Some(ms) = self.shadow_ms
             && !(ms.is_finite() && ms >= 0.0)
         {
-            return bad("shadow_ms", format!("must be at least 0 when given, got {ms}"));
+            return bad(
+                "shadow_ms",
+                format!("must be at least 0 when given, got {ms}"),
+            );
         }
         if let Some(overlap) = self.drift_split_overlap
             && !(0.0..=1.0).contains(&overlap)

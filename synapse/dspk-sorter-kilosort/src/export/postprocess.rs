@@ -48,8 +48,8 @@ pub(crate) const PC_CHANNELS: usize = 10;
 ///   unit only.)
 ///
 /// Host memory: 1 byte per input spike (`kept`) and, per kept spike, `28 + 4 P PC_CHANNELS`
-/// bytes of output (268 at `P = 6`) plus 8 bytes of trains while labelling, and with
-/// `shadow_ms` 24 bytes while judging shadows.
+/// bytes of output (268 at `P = 6`); before that, 8 bytes of trains while labelling and, with
+/// `shadow_ms`, 16 while judging shadows.
 ///
 /// # Errors
 ///
@@ -102,14 +102,17 @@ pub(crate) fn finish_sorting(
         let min_isi = (min_isi_ms * sample_rate / 1000.0).floor() as i64;
         keep_larger_within(spikes, clusters, n_units, min_isi, &mut kept);
     }
+    // Each unit's auto-correlogram test on its kept spikes: the labels below, and which units
+    // may cast shadows (removing a unit leaves every other unit's spikes as they are).
+    let acg: Vec<_> = unit_trains(spikes, clusters, &kept, n_units, sample_rate)
+        .iter()
+        .map(|train| acg_refractory(train, settings.acg_threshold))
+        .collect();
     let mut shadows = 0;
     if let Some(shadow_ms) = settings.shadow_ms {
         let window = (shadow_ms * sample_rate / 1000.0).floor() as i64;
         let sizes: Vec<f64> = units.chunks_exact(c * p).map(norm).collect();
-        let refractory: Vec<bool> = unit_trains(spikes, clusters, &kept, n_units, sample_rate)
-            .iter()
-            .map(|train| acg_refractory(train, settings.acg_threshold).0)
-            .collect();
+        let refractory: Vec<bool> = acg.iter().map(|&(good, _)| good).collect();
         let shadow = shadow_units(
             &spikes.sample,
             clusters,
@@ -179,10 +182,8 @@ pub(crate) fn finish_sorting(
             }
         }
     }
-    let trains = unit_trains(spikes, clusters, &kept, n_units, sample_rate);
     sorting.kept = kept;
-    for train in survivors.iter().map(|&k| &trains[k]) {
-        let (good, metrics) = acg_refractory(train, settings.acg_threshold);
+    for &(good, metrics) in survivors.iter().map(|&k| &acg[k]) {
         sorting.labels.push(if good {
             UnitLabel::Good
         } else {
@@ -190,7 +191,6 @@ pub(crate) fn finish_sorting(
         });
         sorting.contamination_pct.push(100.0 * metrics.r12);
     }
-    drop(trains);
 
     sorting.unit_amplitudes = unit_features
         .chunks_exact(c * p)

@@ -10,11 +10,11 @@
 
 /// A larger unit is a partner of a smaller one when the share of the smaller unit's spikes
 /// that have one of its spikes within the window exceeds chance by at least this much.
-pub(crate) const SHADOW_EXCESS: f64 = 0.1;
+const SHADOW_EXCESS: f64 = 0.1;
 
 /// A unit is a shadow when at least this share of its spikes have a partner's spike within the
 /// window.
-pub(crate) const SHADOW_SHARE: f64 = 0.5;
+const SHADOW_SHARE: f64 = 0.5;
 
 /// Which units are shadows, from the spikes' samples (`samples`, in time order), their units
 /// (`clusters`), which spikes count (`kept`), each unit's size (`sizes`, the norm of its mean
@@ -23,9 +23,9 @@ pub(crate) const SHADOW_SHARE: f64 = 0.5;
 /// the recording's length in samples.
 ///
 /// Units are judged from the largest down, each against the units judged before it and kept:
-/// a kept refractory unit `a` is a partner of unit `b` when the share of `b`'s spikes with a spike of `a`
-/// at most `window` samples away, minus chance (`min(1, n_a (2 window + 1) / num_samples)`),
-/// is at least [`SHADOW_EXCESS`]; `b` is a shadow when at least [`SHADOW_SHARE`] of its spikes
+/// a kept refractory unit `a` is a partner of unit `b` when the share of `b`'s spikes with a
+/// spike of `a` at most `window` samples away, minus chance (`min(1, n_a (2 window + 1) /
+/// num_samples)`), is at least [`SHADOW_EXCESS`]; `b` is a shadow when at least [`SHADOW_SHARE`] of its spikes
 /// have a spike of some partner that close. A unit without kept spikes is not a shadow.
 ///
 /// Cost: two scans over each spike's neighbours within the window; host memory 16 bytes per
@@ -56,8 +56,8 @@ pub(crate) fn shadow_units(
     order.sort_by(|&a, &b| sizes[b].total_cmp(&sizes[a]).then(a.cmp(&b)));
 
     let chance_per_spike = (2 * window.max(0) + 1) as f64 / num_samples.max(1) as f64;
-    // The units judged before and kept that may cast shadows (kept and refractory).
-    let mut judged_kept = vec![false; n_units];
+    // The units judged before `b`, kept and refractory: those that may cast shadows on it.
+    let mut casts_shadows = vec![false; n_units];
     let mut shadow = vec![false; n_units];
     let mut count = vec![0u32; n_units];
     let mut seen = vec![u32::MAX; n_units];
@@ -68,7 +68,7 @@ pub(crate) fn shadow_units(
         let mut touched: Vec<usize> = Vec::new();
         for (s, &i) in own.iter().enumerate() {
             for_each_neighbour(&times, &units, i as usize, window, |a| {
-                if judged_kept[a] && seen[a] != s as u32 {
+                if casts_shadows[a] && seen[a] != s as u32 {
                     seen[a] = s as u32;
                     if count[a] == 0 {
                         touched.push(a);
@@ -104,7 +104,7 @@ pub(crate) fn shadow_units(
             seen[a] = u32::MAX;
             partner[a] = false;
         }
-        judged_kept[b] = !shadow[b] && refractory[b];
+        casts_shadows[b] = !shadow[b] && refractory[b];
     }
     shadow
 }
@@ -204,7 +204,10 @@ mod tests {
             judge(&[a.clone(), b.clone()], &[1.0, 5.0], 30, len as u64),
             vec![true, false]
         );
-        assert_eq!(judge(&[a, b], &[5.0, 1.0], 30, len as u64), vec![false, true]);
+        assert_eq!(
+            judge(&[a, b], &[5.0, 1.0], 30, len as u64),
+            vec![false, true]
+        );
     }
 
     #[test]
@@ -256,7 +259,15 @@ mod tests {
         let (samples, clusters) = merged(&[a, b]);
         let kept = vec![true; samples.len()];
         let judge_with = |refractory: &[bool]| {
-            shadow_units(&samples, &clusters, &kept, &[9.0, 4.0], refractory, 30, len as u64)
+            shadow_units(
+                &samples,
+                &clusters,
+                &kept,
+                &[9.0, 4.0],
+                refractory,
+                30,
+                len as u64,
+            )
         };
         assert_eq!(judge_with(&[false, true]), vec![false, false]);
         assert_eq!(judge_with(&[true, true]), vec![false, true]);
@@ -269,6 +280,9 @@ mod tests {
         let len = 400_000i64;
         let a: Vec<i64> = (1..len / 40).map(|k| k * 40).collect();
         let b = train(6, 300, 60, len);
-        assert_eq!(judge(&[a, b], &[9.0, 4.0], 20, len as u64), vec![false, false]);
+        assert_eq!(
+            judge(&[a, b], &[9.0, 4.0], 20, len as u64),
+            vec![false, false]
+        );
     }
 }
